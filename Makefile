@@ -1,0 +1,52 @@
+# Keel top-level Makefile: drives CMake. `make demo` and `make test` are the
+# two commands the README promises; both install missing Debian packages first.
+BUILD      ?= build
+BUILD_SAN  ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+DEMO_ARGS  ?=
+
+DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
+            librocksdb-dev libuv1-dev libsqlite3-dev libssl-dev libhiredis-dev \
+            libcmocka-dev libmicrohttpd-dev libcjson-dev \
+            redis-tools redis-server python3-redis
+
+.PHONY: all deps build build-asan test demo bench clean format
+
+all: build
+
+# Installs only what is missing; a no-op when every package is present.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  if [ "$$(id -u)" -ne 0 ]; then SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	@cmake -S . -B $(BUILD_SAN) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DKEEL_SANITIZE=ON >/dev/null
+	@cmake --build $(BUILD_SAN) -j $(JOBS)
+
+# Unit + integration + fuzz in the normal build, then the unit tests again
+# under ASan/UBSan.
+test: build build-asan
+	cd $(BUILD) && ctest --output-on-failure -j 2
+	cd $(BUILD_SAN) && ctest --output-on-failure -L unit
+
+demo: build
+	@./tests/lib/demo.sh $(DEMO_ARGS)
+
+bench: build
+	@./bench/node_vs_redis
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN)

@@ -1,0 +1,36 @@
+/* err.h - Keel error codes.
+ *
+ * Every fallible function returns 0 on success or a negative KEEL_E* code.
+ * Names and messages come from one X-macro table, so they cannot disagree.
+ */
+#ifndef KEEL_ERR_H
+#define KEEL_ERR_H
+
+#define KEEL_ERRNO_MAP(X)                                                                          \
+    X(NOMEM, "out of memory")                                                                      \
+    X(INVAL, "invalid argument")                                                                   \
+    X(PROTO, "protocol error")                                                                     \
+    X(AGAIN, "need more data")                                                                     \
+    X(LIMIT, "limit exceeded")                                                                     \
+    X(IO, "i/o error")                                                                             \
+    X(NOTFOUND, "not found")                                                                       \
+    X(CORRUPT, "corrupt data")                                                                     \
+    X(EXIST, "already exists")                                                                     \
+    X(WRONGTYPE, "wrong type")                                                                     \
+    X(RANGE, "value out of range")
+
+enum {
+    KEEL_OK = 0,
+#define KEEL_ERR_ENUM(name, msg) KEEL_E##name,
+    KEEL_EFIRST_ = -1000,
+    KEEL_ERRNO_MAP(KEEL_ERR_ENUM)
+#undef KEEL_ERR_ENUM
+        KEEL_ELAST_
+};
+
+/* Static message for a KEEL_E* code (or "unknown error"). Never NULL. */
+const char *keel_strerror(int code);
+/* Static upper-case name such as "KEEL_ENOMEM". Never NULL. */
+const char *keel_errname(int code);
+
+#endif
