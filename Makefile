@@ -3,7 +3,7 @@
 BUILD      ?= build
 BUILD_SAN  ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-DEMO_ARGS  ?=
+ARGS       ?=
 
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
             librocksdb-dev libuv1-dev libsqlite3-dev libssl-dev libhiredis-dev \
@@ -40,7 +40,7 @@ test: build build-asan
 	cd $(BUILD_SAN) && ctest --output-on-failure -L unit
 
 demo: build
-	@./tests/lib/demo.sh $(DEMO_ARGS)
+	@./build/keel demo $(ARGS)
 
 bench: build
 	@./bench/node_vs_redis

@@ -50,8 +50,9 @@ typedef struct store_opts {
 
 enum { STORE_T_STRING = 0 }; /* value types; more come with hashes, lists... */
 
-/* A value read from the store. data/len stay valid until store_value_release
- * or the next operation on the same txn/store, whichever comes first. */
+/* A value read from the store. data/len stay valid until store_value_release,
+ * whatever else happens on the store or txn meanwhile (a txn write of the
+ * same key included). Every successful get must be released. */
 typedef struct store_value {
     uint8_t type;
     int64_t expire_ms; /* absolute wall-clock ms; 0 = no expiry */

@@ -1,0 +1,53 @@
+/* main.c - the keel binary: dispatches on the first argument to a subcommand
+ * table. Each subcommand owns its flags and its exit status. */
+#include "core/log.h"
+#include "node/config.h"
+#include "node/server.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int demo_main(int argc, char **argv, const char *self); /* demo.c */
+
+static int node_main(int argc, char **argv, const char *self) {
+    node_config cfg;
+    char err[512];
+    node_config_default(&cfg);
+    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        fputs(node_config_usage(), stdout);
+        return 0;
+    }
+    if (node_config_parse(&cfg, argc, argv, err, sizeof err)) {
+        fprintf(stderr, "keel node: %s\n", err);
+        return 2;
+    }
+    return server_run(&cfg);
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv, const char *self);
+    const char *help;
+} subcommands[] = {
+    {"node", node_main, "run a data node (keel node --help)"},
+    {"demo", demo_main, "start a node, load sample keys, show how to connect"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: keel <command> [flags]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        fprintf(f, "  %-6s %s\n", subcommands[i].name, subcommands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        if (!strcmp(argv[1], subcommands[i].name))
+            return subcommands[i].fn(argc - 2, argv + 2, argv[0]);
+    fprintf(stderr, "keel: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,219 @@
+/* cmd.c - command lookup, dispatch and shared reply helpers.
+ *
+ * Dispatch mirrors redis-server's processCommand so that error replies match
+ * it byte for byte: unknown command, unknown subcommand, arity, NOAUTH, then
+ * cluster routing (CROSSSLOT, then -MOVED / -CLUSTERDOWN), then the handler.
+ * Lookup is a hash of the lower-cased name, built once from cmd_table.c.
+ */
+#include "node/cmd.h"
+#include "core/clock.h"
+#include "core/crc16.h"
+#include "core/err.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+extern const cmd_def cmd_table[];
+extern const size_t cmd_table_len;
+
+#define CMD_HASH_SIZE 256
+static const cmd_def *cmd_hash[CMD_HASH_SIZE];
+
+static unsigned name_hash(const char *s, size_t n) {
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)tolower((unsigned char)s[i])) * 16777619u;
+    return h;
+}
+
+__attribute__((constructor)) static void cmd_hash_build(void) {
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        const cmd_def *d = &cmd_table[i];
+        unsigned h = name_hash(d->name, strlen(d->name)) & (CMD_HASH_SIZE - 1);
+        while (cmd_hash[h]) h = (h + 1) & (CMD_HASH_SIZE - 1);
+        cmd_hash[h] = d;
+    }
+}
+
+const cmd_def *cmd_lookup(const char *name, size_t len) {
+    unsigned h = name_hash(name, len) & (CMD_HASH_SIZE - 1);
+    while (cmd_hash[h]) {
+        const cmd_def *d = cmd_hash[h];
+        if (strlen(d->name) == len && strncasecmp(d->name, name, len) == 0) return d;
+        h = (h + 1) & (CMD_HASH_SIZE - 1);
+    }
+    return NULL;
+}
+
+const cmd_def *cmd_lookup_sub(const cmd_def *parent, const char *name, size_t len) {
+    for (const cmd_def *d = parent->subs; d && d->name; d++)
+        if (strlen(d->name) == len && strncasecmp(d->name, name, len) == 0) return d;
+    return NULL;
+}
+
+size_t cmd_count(void) {
+    return cmd_table_len;
+}
+const cmd_def *cmd_at(size_t i) {
+    return i < cmd_table_len ? &cmd_table[i] : NULL;
+}
+
+/* ---- Replies ------------------------------------------------------------- */
+
+void reply_ok(cmd_ctx *x) {
+    resp_w_simple(x->out, "OK");
+}
+void reply_err(cmd_ctx *x, const char *msg) {
+    resp_w_error(x->out, msg);
+}
+void reply_errf(cmd_ctx *x, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    resp_w_error(x->out, msg);
+}
+void reply_syntax(cmd_ctx *x) {
+    reply_err(x, "ERR syntax error");
+}
+void reply_not_int(cmd_ctx *x) {
+    reply_err(x, "ERR value is not an integer or out of range");
+}
+void reply_wrongtype(cmd_ctx *x) {
+    reply_err(x, "WRONGTYPE Operation against a key holding the wrong kind of value");
+}
+
+/* redis' fullname: "get", or "cluster|keyslot" for a subcommand. */
+static void full_name(const cmd_def *parent, const cmd_def *d, char *out, size_t cap) {
+    if (parent) snprintf(out, cap, "%s|%s", parent->name, d->name);
+    else snprintf(out, cap, "%s", d->name);
+}
+
+void reply_arity(cmd_ctx *x, const cmd_def *d) {
+    reply_errf(x, "ERR wrong number of arguments for '%s' command", d->name);
+}
+
+int arg_ll(const char *s, size_t len, long long *out) {
+    if (len == 0 || len > 20) return KEEL_EINVAL;
+    size_t i = 0;
+    int neg = 0;
+    if (len == 1 && s[0] == '0') {
+        *out = 0;
+        return 0;
+    }
+    if (s[0] == '-') {
+        neg = 1;
+        if (++i == len) return KEEL_EINVAL;
+    }
+    if (s[i] < '1' || s[i] > '9') return KEEL_EINVAL;
+    unsigned long long v = 0;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return KEEL_EINVAL;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (~0ull - d) / 10) return KEEL_EINVAL;
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (unsigned long long)LLONG_MAX + 1) return KEEL_EINVAL;
+        *out = v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)v;
+    } else {
+        if (v > LLONG_MAX) return KEEL_EINVAL;
+        *out = (long long)v;
+    }
+    return 0;
+}
+
+int arg_is(const cmd_ctx *x, int i, const char *word) {
+    return i < x->argc && strcasecmp(x->argv[i], word) == 0;
+}
+
+/* ---- Dispatch ------------------------------------------------------------ */
+
+static void reply_unknown(cmd_ctx *x) {
+    char args[160] = "";
+    size_t n = 0;
+    for (int i = 1; i < x->argc && n < 128; i++) {
+        int w = snprintf(args + n, sizeof args - n, "'%.*s' ", (int)(128 - n), x->argv[i]);
+        if (w < 0) break;
+        n += (size_t)w;
+        if (n >= sizeof args) n = sizeof args - 1;
+    }
+    reply_errf(x, "ERR unknown command '%.128s', with args beginning with: %s", x->argv[0], args);
+}
+
+/* Computes the one slot of the command's keys. Returns 0, or -1 after
+ * replying -CROSSSLOT. Sets *has_keys. */
+static int keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
+    *has_keys = 0;
+    if (d->first_key <= 0 || d->first_key >= x->argc) return 0;
+    int last = d->last_key < 0 ? x->argc + d->last_key : d->last_key;
+    int step = d->key_step > 0 ? d->key_step : 1;
+    if (last >= x->argc) last = x->argc - 1;
+    for (int i = d->first_key; i <= last; i += step) {
+        unsigned slot = keel_key_slot(x->argv[i], x->argvlen[i]);
+        if (*has_keys && slot != x->slot) {
+            reply_err(x, "CROSSSLOT Keys in request don't hash to the same slot");
+            return -1;
+        }
+        x->slot = slot;
+        *has_keys = 1;
+    }
+    return 0;
+}
+
+/* Returns 1 if this node serves the slot, else replies and returns 0. */
+static int route_ok(cmd_ctx *x) {
+    route r;
+    ptable_route(x->srv->pt, x->slot, &r);
+    x->partition = r.partition;
+    if (r.kind == ROUTE_SERVE) return 1;
+    if (r.kind == ROUTE_MOVED)
+        reply_errf(x, "MOVED %u %s:%d", x->slot, r.owner->host, r.owner->port);
+    else
+        reply_err(x, "CLUSTERDOWN Hash slot not served");
+    return 0;
+}
+
+void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen) {
+    cmd_ctx x = {.srv = srv, .c = c, .argc = argc, .argv = argv, .argvlen = argvlen,
+                 .out = &c->out, .proto = c->proto};
+    uint64_t t0 = keel_mono_us();
+    x.now_ms = keel_wall_ms();
+    const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
+    if (!d) {
+        reply_unknown(&x);
+        return;
+    }
+    if (d->subs && argc >= 2) {
+        const cmd_def *sub = cmd_lookup_sub(d, argv[1], argvlen[1]);
+        if (!sub) {
+            char up[32];
+            size_t i = 0;
+            for (; d->name[i] && i < sizeof up - 1; i++) up[i] = (char)toupper(d->name[i]);
+            up[i] = 0;
+            reply_errf(&x, "ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], up);
+            return;
+        }
+        parent = d;
+        d = sub;
+    }
+    if ((d->arity > 0 && argc != d->arity) || argc < (d->arity < 0 ? -d->arity : d->arity)) {
+        char name[80];
+        full_name(parent, d, name, sizeof name);
+        reply_errf(&x, "ERR wrong number of arguments for '%s' command", name);
+        return;
+    }
+    if (!c->authed && !(d->flags & CMD_NOAUTH)) {
+        reply_err(&x, "NOAUTH Authentication required.");
+        return;
+    }
+    int has_keys;
+    if (keys_slot(&x, d, &has_keys)) return;
+    if (has_keys && !route_ok(&x)) return;
+    d->fn(&x);
+    metrics_op(srv->mx, d->cls, has_keys ? (int)x.partition : -1, keel_mono_us() - t0);
+}

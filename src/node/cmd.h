@@ -1,0 +1,80 @@
+/* cmd.h - the command table, dispatch and the context handlers receive.
+ *
+ * Dispatch order follows redis-server, so errors match it: unknown command,
+ * arity, authentication, then cluster routing (CROSSSLOT before -MOVED),
+ * then the handler. Handlers write exactly one reply to x->out.
+ */
+#ifndef KEEL_CMD_H
+#define KEEL_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node/server.h"
+
+typedef struct cmd_ctx {
+    server *srv;
+    client *c;
+    int argc;
+    char **argv;
+    const size_t *argvlen;
+    kbuf *out;
+    int proto;
+    int64_t now_ms;
+    unsigned slot;      /* the slot of the command's keys, when it has keys */
+    unsigned partition; /* its partition */
+} cmd_ctx;
+
+typedef void (*cmd_fn)(cmd_ctx *x);
+
+enum {
+    CMD_WRITE = 1 << 0,
+    CMD_READONLY = 1 << 1,
+    CMD_FAST = 1 << 2,
+    CMD_NOAUTH = 1 << 3,   /* allowed before AUTH */
+    CMD_ADMIN = 1 << 4,
+    CMD_LOADING = 1 << 5,
+    CMD_STALE = 1 << 6,
+    CMD_NOSCRIPT = 1 << 7,
+    CMD_CONTAINER = 1 << 8, /* has subcommands */
+};
+
+typedef enum { CLASS_READ, CLASS_WRITE, CLASS_ADMIN, CLASS__COUNT } cmd_class;
+
+typedef struct cmd_def {
+    const char *name;      /* lower case */
+    int arity;             /* >0 exact, <0 at least -arity (argv[0] included) */
+    unsigned flags;
+    int first_key, last_key, key_step; /* as in COMMAND; last -1 = last arg */
+    cmd_class cls;
+    cmd_fn fn;
+    const char *group;     /* for COMMAND DOCS */
+    const char *summary;
+    const struct cmd_def *subs; /* container commands; terminated by name NULL */
+} cmd_def;
+
+/* Looks up a command by name (any case). NULL if unknown. */
+const cmd_def *cmd_lookup(const char *name, size_t len);
+/* For a container, the subcommand named by argv[1], or NULL. */
+const cmd_def *cmd_lookup_sub(const cmd_def *parent, const char *name, size_t len);
+/* Executes the current request of c (argv from its parser). */
+void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen);
+/* Iteration over the table for COMMAND. */
+size_t cmd_count(void);
+const cmd_def *cmd_at(size_t i);
+
+
+/* Reply helpers shared by handlers. */
+void reply_ok(cmd_ctx *x);
+void reply_err(cmd_ctx *x, const char *msg);
+void reply_errf(cmd_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void reply_syntax(cmd_ctx *x);
+void reply_not_int(cmd_ctx *x);
+void reply_wrongtype(cmd_ctx *x);
+void reply_arity(cmd_ctx *x, const cmd_def *d);
+/* Parses a whole argument as a long long exactly as redis' string2ll does
+ * (no spaces, no '+', no leading zeros). Returns 0 or KEEL_EINVAL. */
+int arg_ll(const char *s, size_t len, long long *out);
+int arg_is(const cmd_ctx *x, int i, const char *word); /* case-insensitive */
+
+#endif

@@ -1,0 +1,233 @@
+/* cmd_cluster.c - CLUSTER subcommands, answered from the node's map.
+ *
+ * The map is per partition; Redis clients think in slot ranges. Every view
+ * here walks the partitions once and merges adjacent partitions with the same
+ * owner into one slot range, so a node owning partitions 0-1 and 4-5 shows
+ * two ranges, and one owning everything shows 0-16383.
+ */
+#include "node/cmd.h"
+#include "core/crc16.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct slot_range {
+    unsigned first, last; /* slots, inclusive */
+    int owner;            /* index in map->nodes */
+} slot_range;
+
+/* Fills r (capacity partitions) with merged ranges, in slot order. Unowned
+ * partitions are skipped. Returns the count. */
+static size_t map_ranges(const keel_map *m, slot_range *r) {
+    size_t n = 0;
+    unsigned per = 16384u / m->partitions;
+    for (unsigned p = 0; p < m->partitions; p++) {
+        int o = m->owner[p];
+        if (o < 0) continue;
+        if (n && r[n - 1].owner == o && r[n - 1].last + 1 == p * per) {
+            r[n - 1].last = (p + 1) * per - 1;
+            continue;
+        }
+        r[n++] = (slot_range){p * per, (p + 1) * per - 1, o};
+    }
+    return n;
+}
+
+static slot_range *ranges_of(cmd_ctx *x, size_t *n) {
+    const keel_map *m = ptable_map(x->srv->pt);
+    slot_range *r = malloc(m->partitions * sizeof *r);
+    if (!r) {
+        reply_err(x, "ERR out of memory");
+        return NULL;
+    }
+    *n = map_ranges(m, r);
+    return r;
+}
+
+void cmd_cluster(cmd_ctx *x) {
+    reply_err(x, "ERR wrong number of arguments for 'cluster' command");
+}
+
+static void write_node_endpoint(cmd_ctx *x, const map_node *nd) {
+    resp_w_array(x->out, 4);
+    resp_w_bulkstr(x->out, nd->host);
+    resp_w_int(x->out, nd->port);
+    resp_w_bulkstr(x->out, nd->id);
+    resp_w_map(x->out, x->proto, 0);
+}
+
+void cmd_cluster_slots(cmd_ctx *x) {
+    size_t n;
+    slot_range *r = ranges_of(x, &n);
+    if (!r) return;
+    const keel_map *m = ptable_map(x->srv->pt);
+    resp_w_array(x->out, n);
+    for (size_t i = 0; i < n; i++) {
+        resp_w_array(x->out, 3);
+        resp_w_int(x->out, r[i].first);
+        resp_w_int(x->out, r[i].last);
+        write_node_endpoint(x, &m->nodes[r[i].owner]);
+    }
+    free(r);
+}
+
+void cmd_cluster_shards(cmd_ctx *x) {
+    size_t n;
+    slot_range *r = ranges_of(x, &n);
+    if (!r) return;
+    const keel_map *m = ptable_map(x->srv->pt);
+    resp_w_array(x->out, m->nnodes);
+    for (size_t k = 0; k < m->nnodes; k++) {
+        const map_node *nd = &m->nodes[k];
+        size_t mine = 0;
+        for (size_t i = 0; i < n; i++) mine += r[i].owner == (int)k;
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "slots");
+        resp_w_array(x->out, 2 * mine);
+        for (size_t i = 0; i < n; i++)
+            if (r[i].owner == (int)k) {
+                resp_w_int(x->out, r[i].first);
+                resp_w_int(x->out, r[i].last);
+            }
+        resp_w_bulkstr(x->out, "nodes");
+        resp_w_array(x->out, 1);
+        resp_w_map(x->out, x->proto, 7);
+        resp_w_bulkstr(x->out, "id");
+        resp_w_bulkstr(x->out, nd->id);
+        resp_w_bulkstr(x->out, "port");
+        resp_w_int(x->out, nd->port);
+        resp_w_bulkstr(x->out, "ip");
+        resp_w_bulkstr(x->out, nd->host);
+        resp_w_bulkstr(x->out, "endpoint");
+        resp_w_bulkstr(x->out, nd->host);
+        resp_w_bulkstr(x->out, "role");
+        resp_w_bulkstr(x->out, "master");
+        resp_w_bulkstr(x->out, "replication-offset");
+        resp_w_int(x->out, 0);
+        resp_w_bulkstr(x->out, "health");
+        resp_w_bulkstr(x->out, "online");
+    }
+    free(r);
+}
+
+static uint64_t node_epoch(const keel_map *m, int k) {
+    uint64_t e = 0;
+    for (unsigned p = 0; p < m->partitions; p++)
+        if (m->owner[p] == k && m->epoch[p] > e) e = m->epoch[p];
+    return e;
+}
+
+void cmd_cluster_nodes(cmd_ctx *x) {
+    size_t n;
+    slot_range *r = ranges_of(x, &n);
+    if (!r) return;
+    const keel_map *m = ptable_map(x->srv->pt);
+    int self = ptable_self_index(x->srv->pt);
+    kbuf b;
+    kbuf_init(&b);
+    for (size_t k = 0; k < m->nnodes; k++) {
+        const map_node *nd = &m->nodes[k];
+        kbuf_printf(&b, "%s %s:%d@%d %s - 0 0 %llu connected", nd->id, nd->host, nd->port,
+                    nd->port + 10000, (int)k == self ? "myself,master" : "master",
+                    (unsigned long long)node_epoch(m, (int)k));
+        for (size_t i = 0; i < n; i++) {
+            if (r[i].owner != (int)k) continue;
+            if (r[i].first == r[i].last) kbuf_printf(&b, " %u", r[i].first);
+            else kbuf_printf(&b, " %u-%u", r[i].first, r[i].last);
+        }
+        kbuf_append(&b, "\n", 1);
+    }
+    resp_w_verbatim(x->out, x->proto, "txt", b.p ? b.p : "", b.len);
+    kbuf_close(&b);
+    free(r);
+}
+
+void cmd_cluster_info(cmd_ctx *x) {
+    const keel_map *m = ptable_map(x->srv->pt);
+    unsigned per = 16384u / m->partitions, assigned = 0;
+    size_t with_slots = 0;
+    for (unsigned p = 0; p < m->partitions; p++) assigned += m->owner[p] >= 0 ? per : 0;
+    for (size_t k = 0; k < m->nnodes; k++)
+        for (unsigned p = 0; p < m->partitions; p++)
+            if (m->owner[p] == (int)k) {
+                with_slots++;
+                break;
+            }
+    uint64_t cur = 0;
+    for (unsigned p = 0; p < m->partitions; p++) cur = m->epoch[p] > cur ? m->epoch[p] : cur;
+    kbuf b;
+    kbuf_init(&b);
+    kbuf_printf(&b,
+                "cluster_state:%s\r\ncluster_slots_assigned:%u\r\ncluster_slots_ok:%u\r\n"
+                "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:%zu\r\n"
+                "cluster_size:%zu\r\ncluster_current_epoch:%llu\r\ncluster_my_epoch:%llu\r\n"
+                "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
+                "total_cluster_links_buffer_limit_exceeded:0\r\n"
+                "keel_partitions:%u\r\nkeel_map_version:%llu\r\n",
+                assigned == 16384 ? "ok" : "fail", assigned, assigned, m->nnodes, with_slots,
+                (unsigned long long)cur, (unsigned long long)ptable_self_epoch(x->srv->pt),
+                m->partitions, (unsigned long long)m->version);
+    resp_w_verbatim(x->out, x->proto, "txt", b.p, b.len);
+    kbuf_close(&b);
+}
+
+void cmd_cluster_myid(cmd_ctx *x) {
+    resp_w_bulkstr(x->out, ptable_self_id(x->srv->pt));
+}
+
+void cmd_cluster_keyslot(cmd_ctx *x) {
+    resp_w_int(x->out, keel_key_slot(x->argv[2], x->argvlen[2]));
+}
+
+/* Parses a slot argument; replies and returns -1 when it is bad. */
+static int slot_arg(cmd_ctx *x, int i, long long *slot) {
+    if (arg_ll(x->argv[i], x->argvlen[i], slot)) {
+        reply_not_int(x);
+        return -1;
+    }
+    if (*slot < 0 || *slot >= 16384) {
+        reply_err(x, "ERR Invalid slot");
+        return -1;
+    }
+    return 0;
+}
+
+void cmd_cluster_countkeysinslot(cmd_ctx *x) {
+    long long slot;
+    if (slot_arg(x, 2, &slot)) return;
+    uint64_t keys, bytes;
+    store_slot_stats(x->srv->st, (unsigned)slot, &keys, &bytes);
+    resp_w_int(x->out, (long long)keys);
+}
+
+typedef struct {
+    kbuf *tmp;
+    size_t n;
+} keys_acc;
+
+static int collect_key(void *arg, const char *key, size_t klen) {
+    keys_acc *a = arg;
+    resp_w_bulk(a->tmp, key, klen);
+    a->n++;
+    return 0;
+}
+
+void cmd_cluster_getkeysinslot(cmd_ctx *x) {
+    long long slot, count;
+    if (slot_arg(x, 2, &slot)) return;
+    if (arg_ll(x->argv[3], x->argvlen[3], &count) || count < 0) {
+        reply_err(x, "ERR Invalid number of keys");
+        return;
+    }
+    kbuf tmp;
+    kbuf_init(&tmp);
+    keys_acc a = {&tmp, 0};
+    long rc = store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
+    if (rc < 0) reply_err(x, "ERR storage error");
+    else {
+        resp_w_array(x->out, a.n);
+        kbuf_append(x->out, tmp.p, tmp.len);
+    }
+    kbuf_close(&tmp);
+}

@@ -1,0 +1,27 @@
+/* http.h - the /metrics endpoint (libmicrohttpd).
+ *
+ * libmicrohttpd serves from its own thread. Everything it reports belongs to
+ * the loop thread, so a request wakes the loop (uv_async), the loop renders
+ * the text with render(), and the HTTP thread waits for it (up to 2 s). No
+ * counter is ever read from two threads.
+ */
+#ifndef KEEL_HTTP_H
+#define KEEL_HTTP_H
+
+#include <uv.h>
+
+#include "core/buf.h"
+
+typedef struct http_server http_server;
+/* Renders the metrics page into out; runs on the loop thread. */
+typedef void (*http_render_fn)(void *arg, kbuf *out);
+
+/* Starts serving GET /metrics on bind:port. Returns 0 and *out, or a
+ * negative KEEL_E* with a reason in err (e.g. the port is in use). Must be
+ * called on the loop thread. */
+int http_start(uv_loop_t *loop, const char *bind, int port, http_render_fn render, void *arg,
+               http_server **out, char *err, size_t errcap);
+/* Stops the HTTP thread and frees. Loop thread. NULL is a no-op. */
+void http_stop(http_server *h);
+
+#endif

@@ -1,0 +1,143 @@
+/* info.c - INFO sections and the Prometheus page: two views of the same
+ * counters, both rendered on the loop thread. */
+#include "core/clock.h"
+#include "node/cmd.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define KEEL_VERSION "0.1.0"
+
+static void info_server(const server *s, kbuf *b) {
+    int64_t up = (keel_wall_ms() - s->start_ms) / 1000;
+    kbuf_printf(b,
+                "# Server\r\nredis_version:7.0.0\r\nkeel_version:%s\r\nredis_mode:cluster\r\n"
+                "process_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
+                "uptime_in_days:%lld\r\n",
+                KEEL_VERSION, (int)getpid(), s->runid, s->cfg.port, (long long)up,
+                (long long)(up / 86400));
+}
+
+static void info_clients(const server *s, kbuf *b) {
+    kbuf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%d\r\n", s->nclients,
+                s->cfg.maxclients);
+}
+
+static void info_stats(const server *s, kbuf *b) {
+    const metrics *m = s->mx;
+    kbuf_printf(b,
+                "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+                "rejected_connections:%llu\r\nexpired_keys:%llu\r\nkeel_read_ops:%llu\r\n"
+                "keel_write_ops:%llu\r\nkeel_admin_ops:%llu\r\n",
+                (unsigned long long)s->total_connections, (unsigned long long)s->total_commands,
+                (unsigned long long)s->rejected_connections, (unsigned long long)s->expired_keys,
+                (unsigned long long)m->ops[CLASS_READ], (unsigned long long)m->ops[CLASS_WRITE],
+                (unsigned long long)m->ops[CLASS_ADMIN]);
+}
+
+static void info_persistence(const server *s, kbuf *b) {
+    kbuf_printf(b,
+                "# Persistence\r\nloading:0\r\naof_enabled:0\r\nrdb_changes_since_last_save:0\r\n"
+                "keel_fsync:%s\r\nkeel_fsync_count:%llu\r\nkeel_last_fsync_us:%llu\r\n"
+                "keel_store_bytes:%llu\r\n",
+                store_fsync_name(store_fsync_mode(s->st)), (unsigned long long)s->mx->fsync.total,
+                (unsigned long long)s->last_fsync_us,
+                (unsigned long long)store_total_bytes(s->st));
+}
+
+static void info_keyspace(const server *s, kbuf *b) {
+    kbuf_appendstr(b, "# Keyspace\r\n");
+    uint64_t keys = store_total_keys(s->st);
+    if (keys) kbuf_printf(b, "db0:keys=%llu\r\n", (unsigned long long)keys);
+}
+
+static void info_keel(const server *s, kbuf *b) {
+    const keel_map *m = ptable_map(s->pt);
+    unsigned serving = 0;
+    for (unsigned p = 0; p < m->partitions; p++)
+        serving += ptable_state(s->pt, p) == PART_SERVING || ptable_state(s->pt, p) == PART_OUTGOING;
+    kbuf_printf(b,
+                "# Keel\r\nnode_id:%s\r\npartitions:%u\r\npartitions_serving:%u\r\n"
+                "map_version:%llu\r\nmap_nodes:%zu\r\nepoch:%llu\r\n",
+                ptable_self_id(s->pt), m->partitions, serving, (unsigned long long)m->version,
+                m->nnodes, (unsigned long long)ptable_self_epoch(s->pt));
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(const server *, kbuf *);
+} sections[] = {
+    {"server", info_server},       {"clients", info_clients}, {"stats", info_stats},
+    {"persistence", info_persistence}, {"keyspace", info_keyspace}, {"keel", info_keel},
+};
+
+void cmd_info(cmd_ctx *x) {
+    size_t n = sizeof sections / sizeof *sections;
+    int all = x->argc == 1;
+    for (int i = 1; i < x->argc; i++)
+        if (arg_is(x, i, "all") || arg_is(x, i, "default") || arg_is(x, i, "everything")) all = 1;
+    kbuf b;
+    kbuf_init(&b);
+    for (size_t k = 0; k < n; k++) {
+        int want = all;
+        for (int i = 1; i < x->argc && !want; i++) want = arg_is(x, i, sections[k].name);
+        if (!want) continue;
+        if (b.len) kbuf_appendstr(&b, "\r\n");
+        sections[k].fn(x->srv, &b);
+    }
+    resp_w_verbatim(x->out, x->proto, "txt", b.p ? b.p : "", b.len);
+    kbuf_close(&b);
+}
+
+/* ---- Prometheus ---------------------------------------------------------- */
+
+static const char *class_names[CLASS__COUNT] = {"read", "write", "admin"};
+
+void node_render_metrics(void *arg, kbuf *b) {
+    const server *s = arg;
+    const metrics *m = s->mx;
+    kbuf_appendstr(b, "# HELP keel_ops_total Commands executed, by class.\n"
+                      "# TYPE keel_ops_total counter\n");
+    for (int c = 0; c < CLASS__COUNT; c++)
+        kbuf_printf(b, "keel_ops_total{class=\"%s\"} %llu\n", class_names[c],
+                    (unsigned long long)m->ops[c]);
+    kbuf_appendstr(b, "# HELP keel_op_latency_seconds Command execution time, by class.\n"
+                      "# TYPE keel_op_latency_seconds histogram\n");
+    for (int c = 0; c < CLASS__COUNT; c++) {
+        char labels[32];
+        snprintf(labels, sizeof labels, "class=\"%s\"", class_names[c]);
+        metrics_write_histogram(b, "keel_op_latency_seconds", labels, &m->latency[c]);
+    }
+    kbuf_appendstr(b, "# HELP keel_fsync_seconds WAL fsync time per group commit.\n"
+                      "# TYPE keel_fsync_seconds histogram\n");
+    metrics_write_histogram(b, "keel_fsync_seconds", "", &m->fsync);
+    kbuf_printf(b, "# TYPE keel_connected_clients gauge\nkeel_connected_clients %zu\n",
+                s->nclients);
+    kbuf_printf(b, "# TYPE keel_keys gauge\nkeel_keys %llu\n",
+                (unsigned long long)store_total_keys(s->st));
+    /* Per partition: only those this node serves or holds data for. */
+    static const char *part_metrics[3][2] = {
+        {"keel_partition_keys", "Keys stored in the partition."},
+        {"keel_partition_bytes", "Bytes (encoded keys and values) in the partition."},
+        {"keel_partition_ops_per_sec", "Smoothed commands per second on the partition."}};
+    unsigned per = 16384u / m->partitions;
+    for (int k = 0; k < 3; k++) {
+        kbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", part_metrics[k][0], part_metrics[k][1],
+                    part_metrics[k][0]);
+        for (unsigned p = 0; p < m->partitions; p++) {
+            uint64_t keys = 0, bytes = 0, sk, sb;
+            for (unsigned sl = p * per; sl < (p + 1) * per; sl++) {
+                store_slot_stats(s->st, sl, &sk, &sb);
+                keys += sk;
+                bytes += sb;
+            }
+            part_state st = ptable_state(s->pt, p);
+            if (st != PART_SERVING && st != PART_OUTGOING && st != PART_FENCED && !keys) continue;
+            if (k == 0) kbuf_printf(b, "%s{partition=\"%u\"} %llu\n", part_metrics[k][0], p, (unsigned long long)keys);
+            else if (k == 1) kbuf_printf(b, "%s{partition=\"%u\"} %llu\n", part_metrics[k][0], p, (unsigned long long)bytes);
+            else kbuf_printf(b, "%s{partition=\"%u\"} %.3f\n", part_metrics[k][0], p, m->part_rate[p]);
+        }
+    }
+}

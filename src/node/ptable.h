@@ -1,0 +1,101 @@
+/* ptable.h - the node's cluster map and partition table (DESIGN.md §2, §5).
+ *
+ * The map says which node owns each partition and at which epoch; the
+ * partition table adds this node's local state for each partition. Routing a
+ * slot is one array lookup. Today the map comes from --own all or a --map
+ * file; the coordinator will drive the same interface (ptable_apply_map).
+ *
+ * Partition i of P holds slots [i*16384/P, (i+1)*16384/P). P is a power of
+ * two from 16 to 16384.
+ *
+ * Threads: owned by the node's event loop thread.
+ */
+#ifndef KEEL_PTABLE_H
+#define KEEL_PTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KEEL_ID_MAX 64
+#define KEEL_HOST_MAX 64
+#define KEEL_MIN_PARTITIONS 16
+#define KEEL_MAX_PARTITIONS 16384
+
+typedef enum {
+    PART_ABSENT = 0, /* never held here: -MOVED */
+    PART_SERVING,    /* owner at epoch e */
+    PART_OUTGOING,   /* owner, streaming a copy (move protocol) */
+    PART_FENCED,     /* owner, holding requests (move protocol) */
+    PART_INCOMING,   /* receiving a copy: -MOVED to the owner */
+    PART_RETIRED,    /* moved away, data kept until cleanup: -MOVED */
+} part_state;
+
+typedef struct map_node {
+    char id[KEEL_ID_MAX + 1];
+    char host[KEEL_HOST_MAX + 1];
+    int port;
+} map_node;
+
+/* A full cluster map. owner[i] indexes nodes[], or -1 when unowned. */
+typedef struct keel_map {
+    uint64_t version;
+    unsigned partitions;
+    size_t nnodes;
+    map_node *nodes;
+    int32_t *owner;  /* [partitions] */
+    uint64_t *epoch; /* [partitions] */
+} keel_map;
+
+/* Allocates an empty map for P partitions (all unowned, no nodes).
+ * Returns 0, KEEL_EINVAL (bad P) or KEEL_ENOMEM. */
+int keel_map_init(keel_map *m, unsigned partitions);
+void keel_map_close(keel_map *m);
+/* Appends a node; returns its index or a negative KEEL_E*. */
+int keel_map_add_node(keel_map *m, const char *id, const char *host, int port);
+int keel_map_find_node(const keel_map *m, const char *id);
+/* Parses the JSON map format documented in docs/configuration.md.
+ * On error returns KEEL_EINVAL and writes a reason into err. */
+int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t errcap);
+int keel_map_is_pow2_partitions(unsigned p);
+
+static inline unsigned keel_slot_partition(unsigned slot, unsigned partitions) {
+    return slot / (16384u / partitions);
+}
+
+typedef struct ptable ptable;
+
+/* Creates a table for this node (self_id, borrowed for the call) with an
+ * empty map of P partitions. NULL on bad P or out-of-memory. */
+ptable *ptable_new(unsigned partitions, const char *self_id);
+void ptable_free(ptable *t);
+
+/* Installs map m (ownership transferred on success; m is zeroed). A map
+ * whose version is lower than the current one is refused (KEEL_ERANGE) and
+ * left with the caller; so is one with a different P (KEEL_EINVAL).
+ * Partitions the map gives to this node become SERVING at the map's epoch;
+ * partitions it owned before and no longer does become RETIRED. */
+int ptable_apply_map(ptable *t, keel_map *m);
+
+typedef enum { ROUTE_SERVE, ROUTE_MOVED, ROUTE_DOWN } route_kind;
+
+typedef struct route {
+    route_kind kind;
+    unsigned partition;
+    const map_node *owner; /* ROUTE_MOVED: borrowed, valid until the next apply */
+} route;
+
+/* Routes a slot: SERVE if this node serves its partition, MOVED to the owner
+ * in the current map, or DOWN when nobody owns it. */
+void ptable_route(const ptable *t, unsigned slot, route *out);
+
+const keel_map *ptable_map(const ptable *t);
+unsigned ptable_partitions(const ptable *t);
+const char *ptable_self_id(const ptable *t);
+part_state ptable_state(const ptable *t, unsigned partition);
+const char *part_state_name(part_state s);
+/* Highest epoch among partitions this node owns (0 if none). */
+uint64_t ptable_self_epoch(const ptable *t);
+/* Index of this node in the current map, or -1. */
+int ptable_self_index(const ptable *t);
+
+#endif
