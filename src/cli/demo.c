@@ -72,7 +72,8 @@ int demo_main(int argc, char **argv, const char *self) {
     for (int i = 0; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: keel demo [--port N] [--keys K] [--fsync MODE] [--exit-after SECONDS]\n");
+            printf(
+                "usage: keel demo [--port N] [--keys K] [--fsync MODE] [--exit-after SECONDS]\n");
             return 0;
         }
         if (!v) {
@@ -99,8 +100,10 @@ int demo_main(int argc, char **argv, const char *self) {
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) snprintf(exe, sizeof exe, "%s", self);
-    else exe[n] = 0;
+    if (n <= 0)
+        snprintf(exe, sizeof exe, "%s", self);
+    else
+        exe[n] = 0;
     char portstr[16];
     snprintf(portstr, sizeof portstr, "%ld", port);
     pid_t child = fork();

@@ -24,7 +24,8 @@ int kbuf_reserve(kbuf *b, size_t extra) {
     size_t need = b->len + extra;
     if (need <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 64;
-    while (cap < need) cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
+    while (cap < need)
+        cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
     char *p = realloc(b->p, cap);
     if (!p) return KEEL_ENOMEM;
     b->p = p;

@@ -10,7 +10,8 @@ static uint16_t crc_table[256];
 __attribute__((constructor)) static void crc16_init_table(void) {
     for (unsigned i = 0; i < 256; i++) {
         uint16_t c = (uint16_t)(i << 8);
-        for (int j = 0; j < 8; j++) c = (c & 0x8000) ? (uint16_t)((c << 1) ^ 0x1021) : (uint16_t)(c << 1);
+        for (int j = 0; j < 8; j++)
+            c = (c & 0x8000) ? (uint16_t)((c << 1) ^ 0x1021) : (uint16_t)(c << 1);
         crc_table[i] = c;
     }
 }

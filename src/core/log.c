@@ -34,8 +34,8 @@ void keel_log(int level, const char *event, const char *fmt, ...) {
     struct tm tm;
     gmtime_r(&tv.tv_sec, &tm);
     int n = snprintf(line, sizeof line, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03dZ level=%s event=%s",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level & 3], event);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (int)(tv.tv_usec / 1000), level_names[level & 3], event);
     if (fmt && *fmt && n < (int)sizeof line - 2) {
         line[n++] = ' ';
         va_list ap;

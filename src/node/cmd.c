@@ -25,7 +25,8 @@ static const cmd_def *cmd_hash[CMD_HASH_SIZE];
 
 static unsigned name_hash(const char *s, size_t n) {
     unsigned h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)tolower((unsigned char)s[i])) * 16777619u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)tolower((unsigned char)s[i])) * 16777619u;
     return h;
 }
 
@@ -33,7 +34,8 @@ __attribute__((constructor)) static void cmd_hash_build(void) {
     for (size_t i = 0; i < cmd_table_len; i++) {
         const cmd_def *d = &cmd_table[i];
         unsigned h = name_hash(d->name, strlen(d->name)) & (CMD_HASH_SIZE - 1);
-        while (cmd_hash[h]) h = (h + 1) & (CMD_HASH_SIZE - 1);
+        while (cmd_hash[h])
+            h = (h + 1) & (CMD_HASH_SIZE - 1);
         cmd_hash[h] = d;
     }
 }
@@ -89,8 +91,10 @@ void reply_wrongtype(cmd_ctx *x) {
 
 /* redis' fullname: "get", or "cluster|keyslot" for a subcommand. */
 static void full_name(const cmd_def *parent, const cmd_def *d, char *out, size_t cap) {
-    if (parent) snprintf(out, cap, "%s|%s", parent->name, d->name);
-    else snprintf(out, cap, "%s", d->name);
+    if (parent)
+        snprintf(out, cap, "%s|%s", parent->name, d->name);
+    else
+        snprintf(out, cap, "%s", d->name);
 }
 
 void reply_arity(cmd_ctx *x, const cmd_def *d) {
@@ -179,8 +183,13 @@ static int route_ok(cmd_ctx *x) {
 }
 
 void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen) {
-    cmd_ctx x = {.srv = srv, .c = c, .argc = argc, .argv = argv, .argvlen = argvlen,
-                 .out = &c->out, .proto = c->proto};
+    cmd_ctx x = {.srv = srv,
+                 .c = c,
+                 .argc = argc,
+                 .argv = argv,
+                 .argvlen = argvlen,
+                 .out = &c->out,
+                 .proto = c->proto};
     uint64_t t0 = keel_mono_us();
     x.now_ms = keel_wall_ms();
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
@@ -193,7 +202,8 @@ void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *a
         if (!sub) {
             char up[32];
             size_t i = 0;
-            for (; d->name[i] && i < sizeof up - 1; i++) up[i] = (char)toupper(d->name[i]);
+            for (; d->name[i] && i < sizeof up - 1; i++)
+                up[i] = (char)toupper(d->name[i]);
             up[i] = 0;
             reply_errf(&x, "ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], up);
             return;

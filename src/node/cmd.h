@@ -31,7 +31,7 @@ enum {
     CMD_WRITE = 1 << 0,
     CMD_READONLY = 1 << 1,
     CMD_FAST = 1 << 2,
-    CMD_NOAUTH = 1 << 3,   /* allowed before AUTH */
+    CMD_NOAUTH = 1 << 3, /* allowed before AUTH */
     CMD_ADMIN = 1 << 4,
     CMD_LOADING = 1 << 5,
     CMD_STALE = 1 << 6,
@@ -42,13 +42,13 @@ enum {
 typedef enum { CLASS_READ, CLASS_WRITE, CLASS_ADMIN, CLASS__COUNT } cmd_class;
 
 typedef struct cmd_def {
-    const char *name;      /* lower case */
-    int arity;             /* >0 exact, <0 at least -arity (argv[0] included) */
+    const char *name; /* lower case */
+    int arity;        /* >0 exact, <0 at least -arity (argv[0] included) */
     unsigned flags;
     int first_key, last_key, key_step; /* as in COMMAND; last -1 = last arg */
     cmd_class cls;
     cmd_fn fn;
-    const char *group;     /* for COMMAND DOCS */
+    const char *group; /* for COMMAND DOCS */
     const char *summary;
     const struct cmd_def *subs; /* container commands; terminated by name NULL */
 } cmd_def;
@@ -62,7 +62,6 @@ void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *a
 /* Iteration over the table for COMMAND. */
 size_t cmd_count(void);
 const cmd_def *cmd_at(size_t i);
-
 
 /* Reply helpers shared by handlers. */
 void reply_ok(cmd_ctx *x);

@@ -81,7 +81,8 @@ void cmd_cluster_shards(cmd_ctx *x) {
     for (size_t k = 0; k < m->nnodes; k++) {
         const map_node *nd = &m->nodes[k];
         size_t mine = 0;
-        for (size_t i = 0; i < n; i++) mine += r[i].owner == (int)k;
+        for (size_t i = 0; i < n; i++)
+            mine += r[i].owner == (int)k;
         resp_w_map(x->out, x->proto, 2);
         resp_w_bulkstr(x->out, "slots");
         resp_w_array(x->out, 2 * mine);
@@ -133,8 +134,10 @@ void cmd_cluster_nodes(cmd_ctx *x) {
                     (unsigned long long)node_epoch(m, (int)k));
         for (size_t i = 0; i < n; i++) {
             if (r[i].owner != (int)k) continue;
-            if (r[i].first == r[i].last) kbuf_printf(&b, " %u", r[i].first);
-            else kbuf_printf(&b, " %u-%u", r[i].first, r[i].last);
+            if (r[i].first == r[i].last)
+                kbuf_printf(&b, " %u", r[i].first);
+            else
+                kbuf_printf(&b, " %u-%u", r[i].first, r[i].last);
         }
         kbuf_append(&b, "\n", 1);
     }
@@ -147,7 +150,8 @@ void cmd_cluster_info(cmd_ctx *x) {
     const keel_map *m = ptable_map(x->srv->pt);
     unsigned per = 16384u / m->partitions, assigned = 0;
     size_t with_slots = 0;
-    for (unsigned p = 0; p < m->partitions; p++) assigned += m->owner[p] >= 0 ? per : 0;
+    for (unsigned p = 0; p < m->partitions; p++)
+        assigned += m->owner[p] >= 0 ? per : 0;
     for (size_t k = 0; k < m->nnodes; k++)
         for (unsigned p = 0; p < m->partitions; p++)
             if (m->owner[p] == (int)k) {
@@ -155,7 +159,8 @@ void cmd_cluster_info(cmd_ctx *x) {
                 break;
             }
     uint64_t cur = 0;
-    for (unsigned p = 0; p < m->partitions; p++) cur = m->epoch[p] > cur ? m->epoch[p] : cur;
+    for (unsigned p = 0; p < m->partitions; p++)
+        cur = m->epoch[p] > cur ? m->epoch[p] : cur;
     kbuf b;
     kbuf_init(&b);
     kbuf_printf(&b,
@@ -223,8 +228,10 @@ void cmd_cluster_getkeysinslot(cmd_ctx *x) {
     kbuf tmp;
     kbuf_init(&tmp);
     keys_acc a = {&tmp, 0};
-    long rc = store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
-    if (rc < 0) reply_err(x, "ERR storage error");
+    long rc =
+        store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
+    if (rc < 0)
+        reply_err(x, "ERR storage error");
     else {
         resp_w_array(x->out, a.n);
         kbuf_append(x->out, tmp.p, tmp.len);

@@ -17,8 +17,10 @@ void cmd_ping(cmd_ctx *x) {
         reply_err(x, "ERR wrong number of arguments for 'ping' command");
         return;
     }
-    if (x->argc == 2) resp_w_bulk(x->out, x->argv[1], x->argvlen[1]);
-    else resp_w_simple(x->out, "PONG");
+    if (x->argc == 2)
+        resp_w_bulk(x->out, x->argv[1], x->argvlen[1]);
+    else
+        resp_w_simple(x->out, "PONG");
 }
 
 void cmd_echo(cmd_ctx *x) {
@@ -121,9 +123,12 @@ void cmd_hello(cmd_ctx *x) {
 
 void cmd_select(cmd_ctx *x) {
     long long db;
-    if (arg_ll(x->argv[1], x->argvlen[1], &db) || db < INT_MIN || db > INT_MAX) reply_not_int(x);
-    else if (db != 0) reply_err(x, "ERR SELECT is not allowed in cluster mode");
-    else reply_ok(x);
+    if (arg_ll(x->argv[1], x->argvlen[1], &db) || db < INT_MIN || db > INT_MAX)
+        reply_not_int(x);
+    else if (db != 0)
+        reply_err(x, "ERR SELECT is not allowed in cluster mode");
+    else
+        reply_ok(x);
 }
 
 void cmd_dbsize(cmd_ctx *x) {
@@ -141,8 +146,10 @@ void cmd_client_id(cmd_ctx *x) {
 }
 
 void cmd_client_getname(cmd_ctx *x) {
-    if (x->c->name[0]) resp_w_bulkstr(x->out, x->c->name);
-    else resp_w_null(x->out, x->proto);
+    if (x->c->name[0])
+        resp_w_bulkstr(x->out, x->c->name);
+    else
+        resp_w_null(x->out, x->proto);
 }
 
 void cmd_client_setname(cmd_ctx *x) {
@@ -167,9 +174,9 @@ void cmd_client_setname(cmd_ctx *x) {
 static const struct {
     const char *name, *value;
 } config_values[] = {
-    {"save", ""},          {"appendonly", "no"},       {"cluster-enabled", "yes"},
-    {"databases", "1"},    {"maxmemory", "0"},         {"cluster-require-full-coverage", "yes"},
-    {"timeout", "0"},      {"proto-max-bulk-len", NULL}, {"maxclients", NULL},
+    {"save", ""},       {"appendonly", "no"},         {"cluster-enabled", "yes"},
+    {"databases", "1"}, {"maxmemory", "0"},           {"cluster-require-full-coverage", "yes"},
+    {"timeout", "0"},   {"proto-max-bulk-len", NULL}, {"maxclients", NULL},
 };
 
 void cmd_config(cmd_ctx *x) {
@@ -203,8 +210,8 @@ void cmd_config_get(cmd_ctx *x) {
 
 /* ---- COMMAND ------------------------------------------------------------- */
 
-static const char *flag_names[] = {"write", "readonly", "fast", "no_auth", "admin",
-                                   "loading", "stale", "noscript"};
+static const char *flag_names[] = {"write", "readonly", "fast",  "no_auth",
+                                   "admin", "loading",  "stale", "noscript"};
 
 static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
     if (d->first_key <= 0) {
@@ -240,19 +247,23 @@ static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
 
 static size_t count_subs(const cmd_def *d) {
     size_t n = 0;
-    while (d->subs && d->subs[n].name) n++;
+    while (d->subs && d->subs[n].name)
+        n++;
     return n;
 }
 
 static void write_command_info(cmd_ctx *x, const cmd_def *d, const char *parent) {
     char name[80];
-    if (parent) snprintf(name, sizeof name, "%s|%s", parent, d->name);
-    else snprintf(name, sizeof name, "%s", d->name);
+    if (parent)
+        snprintf(name, sizeof name, "%s|%s", parent, d->name);
+    else
+        snprintf(name, sizeof name, "%s", d->name);
     resp_w_array(x->out, 10);
     resp_w_bulkstr(x->out, name);
     resp_w_int(x->out, d->arity);
     size_t nf = 0, nflags = sizeof flag_names / sizeof *flag_names;
-    for (size_t i = 0; i < nflags; i++) nf += (d->flags >> i) & 1;
+    for (size_t i = 0; i < nflags; i++)
+        nf += (d->flags >> i) & 1;
     resp_w_set(x->out, x->proto, nf);
     for (size_t i = 0; i < nflags; i++)
         if ((d->flags >> i) & 1) resp_w_simple(x->out, flag_names[i]);
@@ -267,12 +278,14 @@ static void write_command_info(cmd_ctx *x, const cmd_def *d, const char *parent)
     write_key_specs(x, d);
     size_t ns = count_subs(d);
     resp_w_array(x->out, ns);
-    for (size_t i = 0; i < ns; i++) write_command_info(x, &d->subs[i], d->name);
+    for (size_t i = 0; i < ns; i++)
+        write_command_info(x, &d->subs[i], d->name);
 }
 
 void cmd_command(cmd_ctx *x) {
     resp_w_array(x->out, cmd_count());
-    for (size_t i = 0; i < cmd_count(); i++) write_command_info(x, cmd_at(i), NULL);
+    for (size_t i = 0; i < cmd_count(); i++)
+        write_command_info(x, cmd_at(i), NULL);
 }
 
 void cmd_command_count(cmd_ctx *x) {
@@ -287,8 +300,10 @@ void cmd_command_info(cmd_ctx *x) {
     resp_w_array(x->out, (size_t)(x->argc - 2));
     for (int i = 2; i < x->argc; i++) {
         const cmd_def *d = cmd_lookup(x->argv[i], x->argvlen[i]);
-        if (d) write_command_info(x, d, NULL);
-        else resp_w_null_array(x->out, x->proto);
+        if (d)
+            write_command_info(x, d, NULL);
+        else
+            resp_w_null_array(x->out, x->proto);
     }
 }
 
@@ -306,11 +321,13 @@ static void write_doc(cmd_ctx *x, const cmd_def *d) {
 void cmd_command_docs(cmd_ctx *x) {
     if (x->argc == 2) {
         resp_w_map(x->out, x->proto, cmd_count());
-        for (size_t i = 0; i < cmd_count(); i++) write_doc(x, cmd_at(i));
+        for (size_t i = 0; i < cmd_count(); i++)
+            write_doc(x, cmd_at(i));
         return;
     }
     size_t n = 0;
-    for (int i = 2; i < x->argc; i++) n += cmd_lookup(x->argv[i], x->argvlen[i]) != NULL;
+    for (int i = 2; i < x->argc; i++)
+        n += cmd_lookup(x->argv[i], x->argvlen[i]) != NULL;
     resp_w_map(x->out, x->proto, n);
     for (int i = 2; i < x->argc; i++) {
         const cmd_def *d = cmd_lookup(x->argv[i], x->argvlen[i]);
@@ -336,7 +353,8 @@ void cmd_command_getkeys(cmd_ctx *x) {
     }
     int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
     size_t n = 0;
-    for (int i = d->first_key; i <= last && i < argc; i += d->key_step) n++;
+    for (int i = d->first_key; i <= last && i < argc; i += d->key_step)
+        n++;
     resp_w_array(x->out, n);
     for (int i = d->first_key; i <= last && i < argc; i += d->key_step)
         resp_w_bulk(x->out, x->argv[i + 2], x->argvlen[i + 2]);

@@ -76,16 +76,26 @@ void cmd_get(cmd_ctx *x) {
     store_value_release(&v);
 }
 
-enum { SET_NX = 1, SET_XX = 2, SET_GET = 4, SET_KEEPTTL = 8, SET_EX = 16, SET_PX = 32,
-       SET_EXAT = 64, SET_PXAT = 128 };
+enum {
+    SET_NX = 1,
+    SET_XX = 2,
+    SET_GET = 4,
+    SET_KEEPTTL = 8,
+    SET_EX = 16,
+    SET_PX = 32,
+    SET_EXAT = 64,
+    SET_PXAT = 128
+};
 #define SET_ANY_EXPIRE (SET_EX | SET_PX | SET_EXAT | SET_PXAT)
 
 /* Parses SET's options as redis' parseExtendedStringArgumentsOrReply does.
  * Returns 0 with *flags and *expire (absolute ms, 0 = none), or -1 after
  * replying. */
 static int set_options(cmd_ctx *x, unsigned *flags, int64_t *expire) {
-    static const struct { const char *name; unsigned flag; } units[] = {
-        {"ex", SET_EX}, {"px", SET_PX}, {"exat", SET_EXAT}, {"pxat", SET_PXAT}};
+    static const struct {
+        const char *name;
+        unsigned flag;
+    } units[] = {{"ex", SET_EX}, {"px", SET_PX}, {"exat", SET_EXAT}, {"pxat", SET_PXAT}};
     int exp_arg = 0;
     *flags = 0;
     *expire = 0;
@@ -95,10 +105,14 @@ static int set_options(cmd_ctx *x, unsigned *flags, int64_t *expire) {
         unsigned unit = 0;
         for (size_t u = 0; u < 4; u++)
             if (strcasecmp(o, units[u].name) == 0) unit = units[u].flag;
-        if (!strcasecmp(o, "nx") && !(*flags & SET_XX)) *flags |= SET_NX;
-        else if (!strcasecmp(o, "xx") && !(*flags & SET_NX)) *flags |= SET_XX;
-        else if (!strcasecmp(o, "get")) *flags |= SET_GET;
-        else if (!strcasecmp(o, "keepttl") && !(*flags & SET_ANY_EXPIRE)) *flags |= SET_KEEPTTL;
+        if (!strcasecmp(o, "nx") && !(*flags & SET_XX))
+            *flags |= SET_NX;
+        else if (!strcasecmp(o, "xx") && !(*flags & SET_NX))
+            *flags |= SET_XX;
+        else if (!strcasecmp(o, "get"))
+            *flags |= SET_GET;
+        else if (!strcasecmp(o, "keepttl") && !(*flags & SET_ANY_EXPIRE))
+            *flags |= SET_KEEPTTL;
         else if (unit && !(*flags & (SET_KEEPTTL | SET_ANY_EXPIRE)) && has_next) {
             *flags |= unit;
             exp_arg = ++j;
@@ -136,27 +150,41 @@ void cmd_set(cmd_ctx *x) {
     if (set_options(x, &flags, &expire)) return;
     store_txn *t = store_txn_begin(x->srv->st);
     store_value old;
-    int found = lookup(x, t, 1, &old);
-    if (found < 0) {
-        store_txn_abort(t);
+    /* Plain SET overwrites a value of any type; only SET ... GET cares. */
+    int rc = store_txn_get(t, x->slot, x->argv[1], x->argvlen[1], x->now_ms, &old);
+    if (rc && rc != KEEL_ENOTFOUND) {
+        fail(x, t, rc);
         return;
     }
-    if ((flags & SET_NX && found) || (flags & SET_XX && !found)) {
+    int found = rc == 0;
+    if (found && (flags & SET_GET) && old.type != STORE_T_STRING) {
+        store_value_release(&old);
         store_txn_abort(t);
-        if (flags & SET_GET && found) resp_w_bulk(x->out, old.data, old.len);
-        else resp_w_null(x->out, x->proto);
+        reply_wrongtype(x);
+        return;
+    }
+    size_t mark = x->out->len;
+    if ((flags & SET_NX && found) || (flags & SET_XX && !found)) {
+        if (flags & SET_GET && found)
+            resp_w_bulk(x->out, old.data, old.len);
+        else
+            resp_w_null(x->out, x->proto);
         if (found) store_value_release(&old);
+        store_txn_abort(t);
         return;
     }
     if (flags & SET_KEEPTTL && found) expire = old.expire_ms;
-    int rc = (expire && expire <= x->now_ms)
-                 ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
-                 : put(t, x, 1, expire, x->argv[2], x->argvlen[2]);
-    size_t mark = x->out->len;
-    if (rc) fail(x, t, rc);
-    else if (!(flags & SET_GET)) reply_ok(x);
-    else if (found) resp_w_bulk(x->out, old.data, old.len);
-    else resp_w_null(x->out, x->proto);
+    rc = (expire && expire <= x->now_ms)
+             ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
+             : put(t, x, 1, expire, x->argv[2], x->argvlen[2]);
+    if (rc)
+        fail(x, t, rc);
+    else if (!(flags & SET_GET))
+        reply_ok(x);
+    else if (found)
+        resp_w_bulk(x->out, old.data, old.len);
+    else
+        resp_w_null(x->out, x->proto);
     if (found) store_value_release(&old);
     if (!rc) commit(x, t, mark);
 }
@@ -196,9 +224,12 @@ static void get_and_replace(cmd_ctx *x, int del) {
     int rc = del ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
                  : put(t, x, 1, 0, x->argv[2], x->argvlen[2]);
     size_t mark = x->out->len;
-    if (rc) fail(x, t, rc);
-    else if (found) resp_w_bulk(x->out, old.data, old.len);
-    else resp_w_null(x->out, x->proto);
+    if (rc)
+        fail(x, t, rc);
+    else if (found)
+        resp_w_bulk(x->out, old.data, old.len);
+    else
+        resp_w_null(x->out, x->proto);
     if (found) store_value_release(&old);
     if (!rc) commit(x, t, mark);
 }
@@ -215,8 +246,10 @@ void cmd_mget(cmd_ctx *x) {
     for (int i = 1; i < x->argc; i++) {
         store_value v;
         int rc = store_get(x->srv->st, x->slot, x->argv[i], x->argvlen[i], x->now_ms, &v);
-        if (rc == 0 && v.type == STORE_T_STRING) resp_w_bulk(x->out, v.data, v.len);
-        else resp_w_null(x->out, x->proto); /* MGET answers nil for other types */
+        if (rc == 0 && v.type == STORE_T_STRING)
+            resp_w_bulk(x->out, v.data, v.len);
+        else
+            resp_w_null(x->out, x->proto); /* MGET answers nil for other types */
         if (rc == 0) store_value_release(&v);
     }
 }
@@ -336,7 +369,8 @@ static void incr_by(cmd_ctx *x, long long by) {
             return;
         }
     }
-    if ((by < 0 && cur < 0 && by < LLONG_MIN - cur) || (by > 0 && cur > 0 && by > LLONG_MAX - cur)) {
+    if ((by < 0 && cur < 0 && by < LLONG_MIN - cur) ||
+        (by > 0 && cur > 0 && by > LLONG_MAX - cur)) {
         store_txn_abort(t);
         reply_err(x, "ERR increment or decrement would overflow");
         return;
@@ -388,10 +422,14 @@ enum { EXP_NX = 1, EXP_XX = 2, EXP_GT = 4, EXP_LT = 8 };
 static int expire_options(cmd_ctx *x, unsigned *flags) {
     *flags = 0;
     for (int j = 3; j < x->argc; j++) {
-        if (arg_is(x, j, "nx")) *flags |= EXP_NX;
-        else if (arg_is(x, j, "xx")) *flags |= EXP_XX;
-        else if (arg_is(x, j, "gt")) *flags |= EXP_GT;
-        else if (arg_is(x, j, "lt")) *flags |= EXP_LT;
+        if (arg_is(x, j, "nx"))
+            *flags |= EXP_NX;
+        else if (arg_is(x, j, "xx"))
+            *flags |= EXP_XX;
+        else if (arg_is(x, j, "gt"))
+            *flags |= EXP_GT;
+        else if (arg_is(x, j, "lt"))
+            *flags |= EXP_LT;
         else {
             reply_errf(x, "ERR Unsupported option %s", x->argv[j]);
             return -1;

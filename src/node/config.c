@@ -53,8 +53,7 @@ static int set_size(size_t *dst, const char *flag, const char *v, char *err, siz
     return 0;
 }
 
-static int set_str(char *dst, size_t dcap, const char *flag, const char *v, char *err,
-                   size_t cap) {
+static int set_str(char *dst, size_t dcap, const char *flag, const char *v, char *err, size_t cap) {
     if (!*v || strlen(v) >= dcap) {
         snprintf(err, cap, "%s must be a non-empty string shorter than %zu bytes", flag, dcap);
         return KEEL_EINVAL;
@@ -142,14 +141,22 @@ static const struct {
     const char *name;
     flag_setter set;
 } flags[] = {
-    {"--port", f_port},           {"--dir", f_dir},
-    {"--bind", f_bind},           {"--announce-host", f_announce},
-    {"--own", f_own},             {"--map", f_map},
-    {"--id", f_id},               {"--partitions", f_partitions},
-    {"--fsync", f_fsync},         {"--metrics-port", f_metrics},
-    {"--requirepass", f_pass},    {"--maxclients", f_maxclients},
-    {"--max-bulk", f_max_bulk},   {"--max-args", f_max_args},
-    {"--max-query", f_max_query}, {"--max-output", f_max_output},
+    {"--port", f_port},
+    {"--dir", f_dir},
+    {"--bind", f_bind},
+    {"--announce-host", f_announce},
+    {"--own", f_own},
+    {"--map", f_map},
+    {"--id", f_id},
+    {"--partitions", f_partitions},
+    {"--fsync", f_fsync},
+    {"--metrics-port", f_metrics},
+    {"--requirepass", f_pass},
+    {"--maxclients", f_maxclients},
+    {"--max-bulk", f_max_bulk},
+    {"--max-args", f_max_args},
+    {"--max-query", f_max_query},
+    {"--max-output", f_max_output},
     {"--log-level", f_loglevel},
 };
 
@@ -167,7 +174,8 @@ int node_config_parse(node_config *c, int argc, char **argv, char *err, size_t c
             snprintf(name, sizeof name, "%s", a);
         }
         size_t k = 0, nflags = sizeof flags / sizeof *flags;
-        while (k < nflags && strcmp(flags[k].name, name) != 0) k++;
+        while (k < nflags && strcmp(flags[k].name, name) != 0)
+            k++;
         if (k == nflags) {
             snprintf(err, cap, "unknown flag '%s' (see keel node --help)", a);
             return KEEL_EINVAL;

@@ -37,10 +37,10 @@ static void on_async(uv_async_t *a) {
     pthread_mutex_unlock(&h->mu);
 }
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, char *body,
-                               size_t len, const char *ctype) {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, char *body, size_t len,
+                               const char *ctype) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        len, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(body);
         return MHD_NO;

@@ -43,8 +43,7 @@ static void info_persistence(const server *s, kbuf *b) {
                 "keel_fsync:%s\r\nkeel_fsync_count:%llu\r\nkeel_last_fsync_us:%llu\r\n"
                 "keel_store_bytes:%llu\r\n",
                 store_fsync_name(store_fsync_mode(s->st)), (unsigned long long)s->mx->fsync.total,
-                (unsigned long long)s->last_fsync_us,
-                (unsigned long long)store_total_bytes(s->st));
+                (unsigned long long)s->last_fsync_us, (unsigned long long)store_total_bytes(s->st));
 }
 
 static void info_keyspace(const server *s, kbuf *b) {
@@ -57,7 +56,8 @@ static void info_keel(const server *s, kbuf *b) {
     const keel_map *m = ptable_map(s->pt);
     unsigned serving = 0;
     for (unsigned p = 0; p < m->partitions; p++)
-        serving += ptable_state(s->pt, p) == PART_SERVING || ptable_state(s->pt, p) == PART_OUTGOING;
+        serving +=
+            ptable_state(s->pt, p) == PART_SERVING || ptable_state(s->pt, p) == PART_OUTGOING;
     kbuf_printf(b,
                 "# Keel\r\nnode_id:%s\r\npartitions:%u\r\npartitions_serving:%u\r\n"
                 "map_version:%llu\r\nmap_nodes:%zu\r\nepoch:%llu\r\n",
@@ -69,7 +69,7 @@ static const struct {
     const char *name;
     void (*fn)(const server *, kbuf *);
 } sections[] = {
-    {"server", info_server},       {"clients", info_clients}, {"stats", info_stats},
+    {"server", info_server},           {"clients", info_clients},   {"stats", info_stats},
     {"persistence", info_persistence}, {"keyspace", info_keyspace}, {"keel", info_keel},
 };
 
@@ -82,7 +82,8 @@ void cmd_info(cmd_ctx *x) {
     kbuf_init(&b);
     for (size_t k = 0; k < n; k++) {
         int want = all;
-        for (int i = 1; i < x->argc && !want; i++) want = arg_is(x, i, sections[k].name);
+        for (int i = 1; i < x->argc && !want; i++)
+            want = arg_is(x, i, sections[k].name);
         if (!want) continue;
         if (b.len) kbuf_appendstr(&b, "\r\n");
         sections[k].fn(x->srv, &b);
@@ -135,9 +136,15 @@ void node_render_metrics(void *arg, kbuf *b) {
             }
             part_state st = ptable_state(s->pt, p);
             if (st != PART_SERVING && st != PART_OUTGOING && st != PART_FENCED && !keys) continue;
-            if (k == 0) kbuf_printf(b, "%s{partition=\"%u\"} %llu\n", part_metrics[k][0], p, (unsigned long long)keys);
-            else if (k == 1) kbuf_printf(b, "%s{partition=\"%u\"} %llu\n", part_metrics[k][0], p, (unsigned long long)bytes);
-            else kbuf_printf(b, "%s{partition=\"%u\"} %.3f\n", part_metrics[k][0], p, m->part_rate[p]);
+            if (k == 0)
+                kbuf_printf(b, "%s{partition=\"%u\"} %llu\n", part_metrics[k][0], p,
+                            (unsigned long long)keys);
+            else if (k == 1)
+                kbuf_printf(b, "%s{partition=\"%u\"} %llu\n", part_metrics[k][0], p,
+                            (unsigned long long)bytes);
+            else
+                kbuf_printf(b, "%s{partition=\"%u\"} %.3f\n", part_metrics[k][0], p,
+                            m->part_rate[p]);
         }
     }
 }

@@ -34,7 +34,8 @@ void metrics_free(metrics *m) {
 static void hist_add(histogram *h, uint64_t us) {
     double s = (double)us / 1e6;
     int i = 0;
-    while (i < METRICS_BUCKETS && s > metrics_bounds[i]) i++;
+    while (i < METRICS_BUCKETS && s > metrics_bounds[i])
+        i++;
     h->count[i]++;
     h->total++;
     h->sum_s += s;

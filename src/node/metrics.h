@@ -22,12 +22,12 @@ typedef struct histogram {
 
 typedef struct metrics {
     unsigned partitions;
-    uint64_t ops[3];          /* by cmd_class */
-    histogram latency[3];     /* by cmd_class, seconds */
-    histogram fsync;          /* seconds */
-    uint64_t *part_ops;       /* [partitions] since start */
-    uint64_t *part_ops_prev;  /* at the last tick */
-    double *part_rate;        /* [partitions] smoothed ops/s */
+    uint64_t ops[3];         /* by cmd_class */
+    histogram latency[3];    /* by cmd_class, seconds */
+    histogram fsync;         /* seconds */
+    uint64_t *part_ops;      /* [partitions] since start */
+    uint64_t *part_ops_prev; /* at the last tick */
+    double *part_rate;       /* [partitions] smoothed ops/s */
 } metrics;
 
 /* NULL on out-of-memory. */

@@ -34,7 +34,8 @@ int keel_map_init(keel_map *m, unsigned partitions) {
         keel_map_close(m);
         return KEEL_ENOMEM;
     }
-    for (unsigned i = 0; i < partitions; i++) m->owner[i] = -1;
+    for (unsigned i = 0; i < partitions; i++)
+        m->owner[i] = -1;
     return 0;
 }
 
@@ -156,8 +157,7 @@ int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap) {
     }
     if ((rc = keel_map_init(m, (unsigned)p))) goto fail;
     m->version = cJSON_IsNumber(ver) && ver->valuedouble >= 0 ? (uint64_t)ver->valuedouble : 1;
-    if ((rc = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), m, err, cap)))
-        goto fail;
+    if ((rc = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), m, err, cap))) goto fail;
     if ((rc = parse_owners(cJSON_GetObjectItemCaseSensitive(root, "owners"), m, err, cap)))
         goto fail;
     cJSON_Delete(root);

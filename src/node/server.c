@@ -41,11 +41,14 @@ static void on_client_closed(uv_handle_t *h) {
     server *s = c->srv;
     if (c->pending) { /* unlink from the pending list */
         client **pp = &s->pending;
-        while (*pp && *pp != c) pp = &(*pp)->next_pending;
+        while (*pp && *pp != c)
+            pp = &(*pp)->next_pending;
         if (*pp) *pp = c->next_pending;
     }
-    if (c->prev) c->prev->next = c->next;
-    else s->clients = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->clients = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nclients--;
     resp_req_free(c->parser);
@@ -78,7 +81,6 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     /* One shared buffer: on_read consumes it entirely before the next read. */
     *buf = uv_buf_init(c->srv->readbuf, sizeof c->srv->readbuf);
 }
-
 
 static void client_read_start(client *c) {
     if (c->reading || c->closing || c->close_after_flush) return;
@@ -308,7 +310,8 @@ static int load_node_id(server *s, char *err, size_t cap) {
             snprintf(err, cap, "getrandom failed: %s", strerror(errno));
             return KEEL_EIO;
         }
-        for (int i = 0; i < 20; i++) snprintf(s->cfg.id + 2 * i, 3, "%02x", r[i]);
+        for (int i = 0; i < 20; i++)
+            snprintf(s->cfg.id + 2 * i, 3, "%02x", r[i]);
     }
     if ((rc = store_meta_put(s->st, "node_id", s->cfg.id, strlen(s->cfg.id)))) {
         snprintf(err, cap, "cannot store node id: %s", keel_strerror(rc));
@@ -349,7 +352,8 @@ static int load_map(server *s, keel_map *m, char *err, size_t cap) {
             return KEEL_EINVAL;
         }
         m->version = 1;
-        for (unsigned p = 0; p < m->partitions; p++) m->owner[p] = 0, m->epoch[p] = 1;
+        for (unsigned p = 0; p < m->partitions; p++)
+            m->owner[p] = 0, m->epoch[p] = 1;
         return 0;
     }
     char *text = NULL, sub[200];
@@ -380,8 +384,8 @@ static int check_partitions(server *s, unsigned p, char *err, size_t cap) {
     if (rc) return rc;
     int same = len == strlen(want) && memcmp(val, want, len) == 0;
     if (!same)
-        snprintf(err, cap, "data directory %s was created with %.*s partitions, not %u",
-                 s->cfg.dir, (int)len, val, p);
+        snprintf(err, cap, "data directory %s was created with %.*s partitions, not %u", s->cfg.dir,
+                 (int)len, val, p);
     free(val);
     return same ? 0 : KEEL_EINVAL;
 }
@@ -421,8 +425,7 @@ static int server_listen(server *s, char *err, size_t cap) {
     s->listener.data = s;
     if ((rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0)) ||
         (rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection))) {
-        snprintf(err, cap, "cannot listen on %s:%d: %s", s->cfg.bind, s->cfg.port,
-                 uv_strerror(rc));
+        snprintf(err, cap, "cannot listen on %s:%d: %s", s->cfg.bind, s->cfg.port, uv_strerror(rc));
         return KEEL_EIO;
     }
     return 0;
@@ -457,11 +460,11 @@ int server_run(const node_config *cfg) {
     signal(SIGPIPE, SIG_IGN);
     unsigned char r[20];
     if (getrandom(r, sizeof r, 0) == (ssize_t)sizeof r)
-        for (int i = 0; i < 20; i++) snprintf(s->runid + 2 * i, 3, "%02x", r[i]);
+        for (int i = 0; i < 20; i++)
+            snprintf(s->runid + 2 * i, 3, "%02x", r[i]);
     if (server_open(s, err, sizeof err) || server_listen(s, err, sizeof err)) goto fail;
-    if (cfg->metrics_port &&
-        http_start(s->loop, cfg->bind, cfg->metrics_port, node_render_metrics, s, &metrics_http,
-                   err, sizeof err))
+    if (cfg->metrics_port && http_start(s->loop, cfg->bind, cfg->metrics_port, node_render_metrics,
+                                        s, &metrics_http, err, sizeof err))
         goto fail;
     server_start_handles(s);
     keel_log(KEEL_LOG_INFO, "listen",

@@ -28,16 +28,16 @@ typedef struct client {
     server *srv;
     uint64_t id;
     resp_req *parser;
-    kbuf out;                   /* replies of this turn, not yet handed to the kernel */
-    kbuf wbuf;                  /* bytes of the write in flight */
+    kbuf out;  /* replies of this turn, not yet handed to the kernel */
+    kbuf wbuf; /* bytes of the write in flight */
     uv_write_t wreq;
-    int writing;                /* a uv_write is in flight */
-    int reading;                /* uv_read_start is active */
-    int close_after_flush;      /* QUIT or protocol error */
-    int closing;                /* uv_close called */
-    int proto;                  /* 2 or 3 */
+    int writing;           /* a uv_write is in flight */
+    int reading;           /* uv_read_start is active */
+    int close_after_flush; /* QUIT or protocol error */
+    int closing;           /* uv_close called */
+    int proto;             /* 2 or 3 */
     int authed;
-    int pending;                /* on srv->pending list */
+    int pending; /* on srv->pending list */
     char name[128];
     char addr[64];
     int64_t created_ms;

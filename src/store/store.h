@@ -43,9 +43,9 @@ typedef struct store_txn store_txn;
 typedef enum { STORE_FSYNC_ALWAYS, STORE_FSYNC_EVERYSEC, STORE_FSYNC_NO } store_fsync;
 
 typedef struct store_opts {
-    store_fsync fsync;      /* default STORE_FSYNC_ALWAYS */
-    size_t cache_bytes;     /* block cache; default 64 MiB */
-    int create_if_missing;  /* default 1 */
+    store_fsync fsync;     /* default STORE_FSYNC_ALWAYS */
+    size_t cache_bytes;    /* block cache; default 64 MiB */
+    int create_if_missing; /* default 1 */
 } store_opts;
 
 enum { STORE_T_STRING = 0 }; /* value types; more come with hashes, lists... */
@@ -58,7 +58,8 @@ typedef struct store_value {
     int64_t expire_ms; /* absolute wall-clock ms; 0 = no expiry */
     const char *data;
     size_t len;
-    void *priv_; /* internal; do not touch */
+    void *priv_;    /* internal; do not touch */
+    int priv_kind_; /* internal */
 } store_value;
 
 void store_opts_default(store_opts *o);

@@ -1,0 +1,878 @@
+/* store.c - the node's RocksDB; see store.h for the contract and on-disk format.
+ *
+ * One RocksDB with two column families: "default" holds data, "meta" holds
+ * node metadata and the per-slot statistics records. The WAL is flushed by
+ * hand (manual_wal_flush): commits only append to RocksDB's in-process WAL
+ * buffer, and store_sync() decides when those bytes reach the OS and when they
+ * are fsynced. Two flags make that cheap when idle: dirty (committed since the
+ * last flush) and unsynced (flushed but not fsynced).
+ *
+ * Statistics. An in-memory array mirrors the "s/<slot>" records. A txn keeps
+ * per-slot deltas for the slots it touched (a short list plus a slot->index
+ * map, so lookup is O(1) however many slots a sweep touches). Commit puts the
+ * touched slots' new records into the same batch as the data and applies the
+ * deltas in memory only once RocksDB accepted the batch, so memory and disk
+ * never disagree. Put and del need the size of the physical value they
+ * replace (expired or not); the txn caches the existence and size of the last
+ * key it looked up, so a handler doing get-then-put on one key (SET with
+ * options, INCR, GETSET...) costs one read, and a plain SET costs one.
+ *
+ * Lifetimes. store_get hands out a pinned RocksDB slice; store_txn_get the
+ * copy RocksDB returns from reading through the batch and the DB. Either is
+ * owned by the value (priv_, with priv_kind_ saying which) and freed by
+ * store_value_release, so it outlives later txn operations as store.h
+ * promises.
+ *
+ * Hot path (SET = read old size, put, commit): the meta family updates its
+ * fixed-size stat records in place, and RocksDB's perf counters are off,
+ * which together take a SET to within ~1.3x of a bare rocksdb_put.
+ *
+ * Sweep: an iterator from a saved cursor examines at most 20 keys per key it
+ * may delete, wraps once at the end, and stops at the cursor so one call
+ * never deletes a key twice. Metadata values come back NUL-terminated.
+ *
+ * Invariants: at most one txn is open; memory stats == the "s/" records;
+ * dirty implies the WAL buffer may hold bytes the OS has not seen.
+ */
+#include "store/store.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/log.h"
+
+#include <rocksdb/c.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { VALUE_NONE, VALUE_PINNED, VALUE_COPY }; /* store_value.priv_kind_ */
+#define STORE_SLOTS 16384u
+#define KEY_PREFIX 2u            /* slot, u16 big-endian */
+#define KEY_MAX 65535u           /* encoded key bytes */
+#define VAL_HDR 9u               /* type u8 + expire-at u64 */
+#define SWEEP_EXAMINE_FACTOR 20u /* keys examined per key the sweep may delete */
+#define DEFAULT_CACHE (64u << 20)
+#define WRITE_BUFFER_BYTES (64u << 20)
+
+typedef struct slot_stat {
+    uint64_t keys, bytes;
+} slot_stat;
+
+typedef struct slot_delta {
+    uint16_t slot;
+    int64_t dkeys, dbytes;
+} slot_delta;
+
+struct store_txn {
+    store *s;
+    int open;
+    rocksdb_writebatch_wi_t *wb;
+    slot_delta *touched; /* slots this txn changed, in first-touch order */
+    size_t ntouched, cap_touched;
+    uint16_t tidx[STORE_SLOTS]; /* slot -> index in touched + 1; 0 = untouched */
+    /* The last key looked up or written: its physical state as this txn
+     * sees it (batch over DB), including values that have expired. */
+    int c_valid, c_exists;
+    size_t c_klen, c_vlen;
+    char ck[KEY_MAX];
+};
+
+struct store {
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_options_t *meta_opts;
+    rocksdb_block_based_table_options_t *bbo;
+    rocksdb_cache_t *cache;
+    rocksdb_column_family_handle_t *cf_data, *cf_meta;
+    rocksdb_readoptions_t *ropts;
+    rocksdb_readoptions_t *ropts_sweep; /* does not fill the block cache */
+    rocksdb_writeoptions_t *wopts;      /* sync = 0: store_sync owns durability */
+    store_fsync fsync;
+    int dirty;    /* committed since the last WAL flush */
+    int unsynced; /* WAL flushed to the OS but not fsynced */
+    char *dir;
+    uint64_t total_keys, total_bytes;
+    slot_stat stats[STORE_SLOTS];
+    char kbuf[KEY_MAX]; /* encoded-key scratch */
+    char *cursor;       /* sweep resumes here (encoded key); len 0 = start */
+    size_t cursor_len;
+    store_txn txn;
+};
+
+/* ---- Encoding ------------------------------------------------------------ */
+
+static void put_be16(char *p, unsigned v) {
+    p[0] = (char)(v >> 8);
+    p[1] = (char)v;
+}
+
+static unsigned get_be16(const char *p) {
+    return (unsigned)(uint8_t)p[0] << 8 | (uint8_t)p[1];
+}
+
+static void put_be64(char *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (char)v;
+}
+
+static uint64_t get_be64(const char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | (uint8_t)p[i];
+    return v;
+}
+
+/* Encodes [slot][key] into out (KEY_MAX bytes). Returns the length, or 0 if
+ * the key cannot be stored. */
+static size_t encode_key(char *out, unsigned slot, const char *key, size_t klen) {
+    if (klen > KEY_MAX - KEY_PREFIX) return 0;
+    put_be16(out, slot);
+    if (klen) memcpy(out + KEY_PREFIX, key, klen);
+    return KEY_PREFIX + klen;
+}
+
+static int is_expired(int64_t expire_ms, int64_t now_ms) {
+    return expire_ms != 0 && expire_ms <= now_ms;
+}
+
+/* Fills v from an encoded value. Returns 0, KEEL_ENOTFOUND (expired) or
+ * KEEL_EIO (too short to be ours). */
+static int decode_value(const char *p, size_t n, int64_t now_ms, store_value *v) {
+    if (n < VAL_HDR) return KEEL_EIO;
+    int64_t exp = (int64_t)get_be64(p + 1);
+    if (is_expired(exp, now_ms)) return KEEL_ENOTFOUND;
+    v->type = (uint8_t)p[0];
+    v->expire_ms = exp;
+    v->data = p + VAL_HDR;
+    v->len = n - VAL_HDR;
+    return 0;
+}
+
+static void stat_key(char out[4], unsigned slot) {
+    out[0] = 's';
+    out[1] = '/';
+    put_be16(out + 2, slot);
+}
+
+static int keycmp(const char *a, size_t al, const char *b, size_t bl) {
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t cap, const char *fmt,
+                                                         ...) {
+    if (!err || !cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* Logs a RocksDB error and frees it. Always returns KEEL_EIO. */
+static int rerr_log(const char *event, char *rerr) {
+    char q[512];
+    keel_log(KEEL_LOG_ERROR, event, "err=%s",
+             keel_log_quote(q, sizeof q, rerr ? rerr : "", rerr ? strlen(rerr) : 0));
+    rocksdb_free(rerr);
+    return KEEL_EIO;
+}
+
+/* ---- Options and names ---------------------------------------------------- */
+
+void store_opts_default(store_opts *o) {
+    o->fsync = STORE_FSYNC_ALWAYS;
+    o->cache_bytes = DEFAULT_CACHE;
+    o->create_if_missing = 1;
+}
+
+static const char *fsync_names[] = {"always", "everysec", "no"};
+
+int store_fsync_parse(const char *s, store_fsync *out) {
+    if (!s) return KEEL_EINVAL;
+    for (int i = 0; i < 3; i++)
+        if (strcasecmp(s, fsync_names[i]) == 0) {
+            *out = (store_fsync)i;
+            return 0;
+        }
+    return KEEL_EINVAL;
+}
+
+const char *store_fsync_name(store_fsync f) {
+    return (unsigned)f < 3 ? fsync_names[f] : "unknown";
+}
+
+store_fsync store_fsync_mode(const store *s) {
+    return s->fsync;
+}
+
+/* ---- Open and close ------------------------------------------------------- */
+
+/* mkdir -p. Returns 0 or -1 with errno set. */
+static int mkdir_p(const char *dir) {
+    char *p = strdup(dir);
+    if (!p) return -1;
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) goto fail;
+        *c = '/';
+    }
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) goto fail;
+    free(p);
+    return 0;
+fail:;
+    int e = errno;
+    free(p);
+    errno = e;
+    return -1;
+}
+
+/* Checks (and creates) the data directory before RocksDB sees it, so a bad
+ * path fails with the OS's reason rather than a RocksDB internal one. */
+static int check_dir(const char *dir, int create, char *err, size_t cap) {
+    struct stat st;
+    int e = 0;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) e = ENOTDIR;
+    } else if (errno != ENOENT || !create) {
+        e = errno;
+    } else if (mkdir_p(dir) != 0) {
+        e = errno;
+    }
+    if (!e && access(dir, R_OK | W_OK | X_OK) != 0) e = errno;
+    if (!e) return 0;
+    seterr(err, cap, "cannot use data directory %s: %s", dir, strerror(e));
+    return KEEL_EIO;
+}
+
+static int load_stats(store *s) {
+    int rc = 0;
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf_meta);
+    for (rocksdb_iter_seek(it, "s/", 2); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl);
+        const char *v = rocksdb_iter_value(it, &vl);
+        if (kl < 2 || memcmp(k, "s/", 2) != 0) break;
+        if (kl != 4 || vl != 16 || get_be16(k + 2) >= STORE_SLOTS) {
+            keel_log(KEEL_LOG_ERROR, "store_stats_corrupt", "klen=%zu vlen=%zu", kl, vl);
+            rc = KEEL_ECORRUPT;
+            break;
+        }
+        slot_stat *st = &s->stats[get_be16(k + 2)];
+        st->keys = get_be64(v);
+        st->bytes = get_be64(v + 8);
+        s->total_keys += st->keys;
+        s->total_bytes += st->bytes;
+    }
+    char *rerr = NULL;
+    rocksdb_iter_get_error(it, &rerr);
+    if (rerr) rc = rerr_log("store_stats_load", rerr);
+    rocksdb_iter_destroy(it);
+    return rc;
+}
+
+static void set_options(store *s, const store_opts *o) {
+    s->opts = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(s->opts, o->create_if_missing ? 1 : 0);
+    rocksdb_options_set_create_missing_column_families(s->opts, 1);
+    rocksdb_options_increase_parallelism(s->opts, 2);
+    rocksdb_options_set_manual_wal_flush(s->opts, 1);
+    rocksdb_options_set_write_buffer_size(s->opts, WRITE_BUFFER_BYTES);
+    rocksdb_options_set_level_compaction_dynamic_level_bytes(s->opts, 1);
+    rocksdb_options_set_bytes_per_sync(s->opts, 1 << 20);
+    /* Most SETs write new keys: a memtable bloom makes the stats lookup of
+     * an absent key cheap before it reaches the SST blooms. */
+    rocksdb_options_set_memtable_whole_key_filtering(s->opts, 1);
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(s->opts, 0.05);
+    rocksdb_options_set_keep_log_file_num(s->opts, 4);
+    /* One writer thread: concurrent memtable inserts buy nothing, and
+     * turning them off allows in-place updates in the meta family. */
+    rocksdb_options_set_allow_concurrent_memtable_write(s->opts, 0);
+
+    s->cache = rocksdb_cache_create_lru(o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE);
+    s->bbo = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(s->bbo, s->cache);
+    rocksdb_block_based_options_set_filter_policy(s->bbo,
+                                                  rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(s->bbo, 1);
+    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(s->bbo, 1);
+    rocksdb_options_set_block_based_table_factory(s->opts, s->bbo);
+
+    /* Every commit rewrites the fixed-size stat records of its slots; in
+     * place, the meta memtable holds one entry per slot instead of one per
+     * commit. Nothing reads meta through snapshots, so this is safe. */
+    s->meta_opts = rocksdb_options_create_copy(s->opts);
+    rocksdb_options_set_inplace_update_support(s->meta_opts, 1);
+
+    s->ropts = rocksdb_readoptions_create();
+    s->ropts_sweep = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_fill_cache(s->ropts_sweep, 0);
+    s->wopts = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(s->wopts, 0);
+}
+
+int store_open(const char *dir, const store_opts *o, store **out, char *err, size_t errcap) {
+    store_opts def;
+    int rc;
+    char *rerr = NULL;
+    if (err && errcap) err[0] = 0;
+    *out = NULL;
+    if (!o) {
+        store_opts_default(&def);
+        o = &def;
+    }
+    if (!dir || !*dir || (unsigned)o->fsync > STORE_FSYNC_NO) {
+        seterr(err, errcap, "invalid store options");
+        return KEEL_EINVAL;
+    }
+    if ((rc = check_dir(dir, o->create_if_missing, err, errcap))) return rc;
+
+    uint64_t t0 = keel_mono_us();
+    /* RocksDB's per-thread perf counters cost a TLS lookup per key
+     * comparison; nobody reads them. Per thread: the loop thread opens. */
+    rocksdb_set_perf_level(1 /* kDisable */);
+    store *s = calloc(1, sizeof *s);
+    if (!s || !(s->dir = strdup(dir))) {
+        free(s);
+        seterr(err, errcap, "out of memory");
+        return KEEL_ENOMEM;
+    }
+    s->fsync = o->fsync;
+    s->txn.s = s;
+    set_options(s, o);
+    s->txn.wb = rocksdb_writebatch_wi_create(0, 1);
+
+    const char *names[2] = {"default", "meta"};
+    const rocksdb_options_t *cfo[2] = {s->opts, s->meta_opts};
+    rocksdb_column_family_handle_t *h[2] = {NULL, NULL};
+    s->db = rocksdb_open_column_families(s->opts, dir, 2, names, cfo, h, &rerr);
+    if (rerr) {
+        rc = strncmp(rerr, "Corruption", 10) == 0 ? KEEL_ECORRUPT : KEEL_EIO;
+        seterr(err, errcap, "cannot open store in %s: %s", dir, rerr);
+        rocksdb_free(rerr);
+        goto fail;
+    }
+    s->cf_data = h[0];
+    s->cf_meta = h[1];
+    if ((rc = load_stats(s))) {
+        seterr(err, errcap, "cannot open store in %s: statistics records are unreadable", dir);
+        goto fail;
+    }
+    keel_log(KEEL_LOG_INFO, "store_open", "dir=%s fsync=%s keys=%llu bytes=%llu ms=%llu", dir,
+             store_fsync_name(s->fsync), (unsigned long long)s->total_keys,
+             (unsigned long long)s->total_bytes,
+             (unsigned long long)((keel_mono_us() - t0) / 1000));
+    *out = s;
+    return 0;
+fail:
+    store_free(s);
+    return rc;
+}
+
+static void txn_reset(store_txn *t) {
+    rocksdb_writebatch_wi_clear(t->wb);
+    for (size_t i = 0; i < t->ntouched; i++)
+        t->tidx[t->touched[i].slot] = 0;
+    t->ntouched = 0;
+    t->c_valid = 0;
+    t->open = 0;
+}
+
+void store_free(store *s) {
+    if (!s) return;
+    if (s->txn.open) txn_reset(&s->txn);
+    if (s->db) {
+        char *rerr = NULL;
+        rocksdb_flush_wal(s->db, 1, &rerr);
+        if (rerr) rerr_log("store_close_flush", rerr);
+    }
+    if (s->cf_data) rocksdb_column_family_handle_destroy(s->cf_data);
+    if (s->cf_meta) rocksdb_column_family_handle_destroy(s->cf_meta);
+    if (s->db) {
+        rocksdb_close(s->db);
+        keel_log(KEEL_LOG_INFO, "store_close", "dir=%s keys=%llu", s->dir,
+                 (unsigned long long)s->total_keys);
+    }
+    if (s->txn.wb) rocksdb_writebatch_wi_destroy(s->txn.wb);
+    free(s->txn.touched);
+    if (s->ropts) rocksdb_readoptions_destroy(s->ropts);
+    if (s->ropts_sweep) rocksdb_readoptions_destroy(s->ropts_sweep);
+    if (s->wopts) rocksdb_writeoptions_destroy(s->wopts);
+    if (s->opts) rocksdb_options_destroy(s->opts);
+    if (s->meta_opts) rocksdb_options_destroy(s->meta_opts);
+    if (s->bbo) rocksdb_block_based_options_destroy(s->bbo);
+    if (s->cache) rocksdb_cache_destroy(s->cache);
+    free(s->cursor);
+    free(s->dir);
+    free(s);
+}
+
+/* ---- Reads ---------------------------------------------------------------- */
+
+int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now_ms,
+              store_value *v) {
+    memset(v, 0, sizeof *v);
+    if (slot >= STORE_SLOTS) return KEEL_EINVAL;
+    size_t eklen = encode_key(s->kbuf, slot, key, klen);
+    if (!eklen) return KEEL_ENOTFOUND; /* too long to have been stored */
+    char *rerr = NULL;
+    rocksdb_pinnableslice_t *ps =
+        rocksdb_get_pinned_cf(s->db, s->ropts, s->cf_data, s->kbuf, eklen, &rerr);
+    if (rerr) return rerr_log("store_get", rerr);
+    if (!ps) return KEEL_ENOTFOUND;
+    size_t n;
+    const char *p = rocksdb_pinnableslice_value(ps, &n);
+    int rc = decode_value(p, n, now_ms, v);
+    if (rc) {
+        rocksdb_pinnableslice_destroy(ps);
+        memset(v, 0, sizeof *v);
+        return rc;
+    }
+    v->priv_ = ps;
+    v->priv_kind_ = VALUE_PINNED;
+    return 0;
+}
+
+void store_value_release(store_value *v) {
+    if (!v) return;
+    if (v->priv_kind_ == VALUE_PINNED)
+        rocksdb_pinnableslice_destroy(v->priv_);
+    else if (v->priv_kind_ == VALUE_COPY)
+        rocksdb_free(v->priv_);
+    memset(v, 0, sizeof *v);
+}
+
+/* ---- Transactions --------------------------------------------------------- */
+
+store_txn *store_txn_begin(store *s) {
+    store_txn *t = &s->txn;
+    assert(!t->open);
+    if (t->open) {
+        keel_log(KEEL_LOG_ERROR, "store_txn_nested", "ops=%d", rocksdb_writebatch_wi_count(t->wb));
+        return t;
+    }
+    t->open = 1;
+    t->c_valid = 0;
+    return t;
+}
+
+static void cache_set(store_txn *t, const char *ek, size_t eklen, int exists, size_t vlen) {
+    t->c_valid = 0;
+    if (eklen > KEY_MAX) return;
+    if (ek != t->ck) memcpy(t->ck, ek, eklen);
+    t->c_klen = eklen;
+    t->c_valid = 1;
+    t->c_exists = exists;
+    t->c_vlen = vlen;
+}
+
+static int cache_hit(const store_txn *t, const char *ek, size_t eklen) {
+    return t->c_valid && t->c_klen == eklen && memcmp(t->ck, ek, eklen) == 0;
+}
+
+/* Reads the physical value of ek as the txn sees it (batch over DB) into a
+ * RocksDB-malloc'd buffer, *val (NULL when absent). Caches existence/size. */
+static int txn_read(store_txn *t, const char *ek, size_t eklen, char **val, size_t *vlen) {
+    store *s = t->s;
+    char *rerr = NULL;
+    *val = rocksdb_writebatch_wi_get_from_batch_and_db_cf(t->wb, s->db, s->ropts, s->cf_data, ek,
+                                                          eklen, vlen, &rerr);
+    if (rerr) {
+        rocksdb_free(*val);
+        *val = NULL;
+        return rerr_log("store_txn_read", rerr);
+    }
+    if (!*val) *vlen = 0;
+    cache_set(t, ek, eklen, *val != NULL, *vlen);
+    return 0;
+}
+
+/* Existence and encoded value size of ek, preferring the cache. */
+static int txn_phys(store_txn *t, const char *ek, size_t eklen, int *exists, size_t *vlen) {
+    if (!cache_hit(t, ek, eklen)) {
+        char *val;
+        int rc = txn_read(t, ek, eklen, &val, vlen);
+        if (rc) return rc;
+        rocksdb_free(val);
+    }
+    *exists = t->c_exists;
+    *vlen = t->c_vlen;
+    return 0;
+}
+
+static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes) {
+    if (!t->tidx[slot]) {
+        if (t->ntouched == t->cap_touched) {
+            size_t cap = t->cap_touched ? t->cap_touched * 2 : 16;
+            slot_delta *p = realloc(t->touched, cap * sizeof *p);
+            if (!p) return KEEL_ENOMEM;
+            t->touched = p;
+            t->cap_touched = cap;
+        }
+        t->touched[t->ntouched] = (slot_delta){.slot = (uint16_t)slot};
+        t->tidx[slot] = (uint16_t)++t->ntouched;
+    }
+    slot_delta *d = &t->touched[t->tidx[slot] - 1];
+    d->dkeys += dkeys;
+    d->dbytes += dbytes;
+    return 0;
+}
+
+int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int64_t now_ms,
+                  store_value *v) {
+    memset(v, 0, sizeof *v);
+    if (!t->open) return KEEL_EINVAL;
+    if (slot >= STORE_SLOTS) return KEEL_EINVAL;
+    size_t eklen = encode_key(t->s->kbuf, slot, key, klen);
+    if (!eklen) return KEEL_ENOTFOUND;
+    if (cache_hit(t, t->s->kbuf, eklen) && !t->c_exists) return KEEL_ENOTFOUND;
+    size_t n;
+    char *buf = NULL;
+    int rc = txn_read(t, t->s->kbuf, eklen, &buf, &n);
+    if (rc) return rc;
+    if (!buf) return KEEL_ENOTFOUND;
+    if ((rc = decode_value(buf, n, now_ms, v))) {
+        rocksdb_free(buf);
+        memset(v, 0, sizeof *v);
+        return rc;
+    }
+    v->priv_ = buf;
+    v->priv_kind_ = VALUE_COPY;
+    return 0;
+}
+
+int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
+                  int64_t expire_ms, const void *data, size_t len) {
+    store *s = t->s;
+    if (!t->open || slot >= STORE_SLOTS || expire_ms < 0) return KEEL_EINVAL;
+    if (len && !data) return KEEL_EINVAL;
+    size_t eklen = encode_key(s->kbuf, slot, key, klen);
+    if (!eklen) return KEEL_EINVAL;
+    int exists;
+    size_t old;
+    int rc = txn_phys(t, s->kbuf, eklen, &exists, &old);
+    if (rc) return rc;
+
+    char hdr[VAL_HDR];
+    hdr[0] = (char)type;
+    put_be64(hdr + 1, (uint64_t)expire_ms);
+    const char *kp[1] = {s->kbuf};
+    size_t ks[1] = {eklen};
+    const char *vp[2] = {hdr, data ? data : ""};
+    size_t vs[2] = {VAL_HDR, len};
+    if ((rc =
+             txn_account(t, slot, exists ? 0 : 1,
+                         (int64_t)(eklen + VAL_HDR + len) - (exists ? (int64_t)(eklen + old) : 0))))
+        return rc;
+    rocksdb_writebatch_wi_putv_cf(t->wb, s->cf_data, 1, kp, ks, 2, vp, vs);
+    cache_set(t, s->kbuf, eklen, 1, VAL_HDR + len);
+    return 0;
+}
+
+/* Deletes ek, known to exist with an encoded value of vlen bytes. */
+static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen) {
+    int rc = txn_account(t, slot, -1, -(int64_t)(eklen + vlen));
+    if (rc) return rc;
+    rocksdb_writebatch_wi_delete_cf(t->wb, t->s->cf_data, ek, eklen);
+    cache_set(t, ek, eklen, 0, 0);
+    return 0;
+}
+
+int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int *existed) {
+    store *s = t->s;
+    if (existed) *existed = 0;
+    if (!t->open || slot >= STORE_SLOTS) return KEEL_EINVAL;
+    size_t eklen = encode_key(s->kbuf, slot, key, klen);
+    if (!eklen) return 0; /* too long to exist */
+    int exists;
+    size_t old;
+    int rc = txn_phys(t, s->kbuf, eklen, &exists, &old);
+    if (rc || !exists) return rc;
+    if ((rc = txn_del_known(t, slot, s->kbuf, eklen, old))) return rc;
+    if (existed) *existed = 1;
+    return 0;
+}
+
+static uint64_t apply_delta(uint64_t v, int64_t d, unsigned slot) {
+    if (d < 0 && (uint64_t)-d > v) {
+        keel_log(KEEL_LOG_ERROR, "store_stats_underflow", "slot=%u have=%llu delta=%lld", slot,
+                 (unsigned long long)v, (long long)d);
+        return 0;
+    }
+    return v + (uint64_t)d;
+}
+
+int store_txn_commit(store_txn *t) {
+    store *s = t->s;
+    if (!t->open) return KEEL_EINVAL;
+    if (rocksdb_writebatch_wi_count(t->wb) == 0) {
+        txn_reset(t);
+        return 0;
+    }
+    for (size_t i = 0; i < t->ntouched; i++) {
+        const slot_delta *d = &t->touched[i];
+        if (!d->dkeys && !d->dbytes) continue;
+        char k[4], v[16];
+        stat_key(k, d->slot);
+        put_be64(v, apply_delta(s->stats[d->slot].keys, d->dkeys, d->slot));
+        put_be64(v + 8, apply_delta(s->stats[d->slot].bytes, d->dbytes, d->slot));
+        rocksdb_writebatch_wi_put_cf(t->wb, s->cf_meta, k, 4, v, 16);
+    }
+    char *rerr = NULL;
+    rocksdb_write_writebatch_wi(s->db, s->wopts, t->wb, &rerr);
+    int rc = 0;
+    if (rerr) {
+        rc = rerr_log("store_commit", rerr);
+    } else {
+        s->dirty = 1;
+        for (size_t i = 0; i < t->ntouched; i++) {
+            const slot_delta *d = &t->touched[i];
+            slot_stat *st = &s->stats[d->slot];
+            s->total_keys = s->total_keys - st->keys;
+            s->total_bytes = s->total_bytes - st->bytes;
+            st->keys = apply_delta(st->keys, d->dkeys, d->slot);
+            st->bytes = apply_delta(st->bytes, d->dbytes, d->slot);
+            s->total_keys += st->keys;
+            s->total_bytes += st->bytes;
+        }
+    }
+    txn_reset(t);
+    return rc;
+}
+
+void store_txn_abort(store_txn *t) {
+    if (t && t->open) txn_reset(t);
+}
+
+/* ---- Durability ----------------------------------------------------------- */
+
+static int flush_wal(store *s, int sync, uint64_t *fsync_us) {
+    char *rerr = NULL;
+    uint64_t t0 = sync ? keel_mono_us() : 0;
+    rocksdb_flush_wal(s->db, (unsigned char)sync, &rerr);
+    if (rerr) return rerr_log(sync ? "store_fsync" : "store_flush", rerr);
+    if (sync) {
+        if (fsync_us) *fsync_us = keel_mono_us() - t0;
+        s->unsynced = 0;
+    } else {
+        s->unsynced = 1;
+    }
+    s->dirty = 0;
+    return 0;
+}
+
+int store_sync(store *s, uint64_t *fsync_us) {
+    if (fsync_us) *fsync_us = 0;
+    if (!s->dirty) return 0;
+    return flush_wal(s, s->fsync == STORE_FSYNC_ALWAYS, fsync_us);
+}
+
+int store_sync_wal(store *s, uint64_t *fsync_us) {
+    if (fsync_us) *fsync_us = 0;
+    if (!s->dirty && !s->unsynced) return 0;
+    return flush_wal(s, 1, fsync_us);
+}
+
+/* ---- Statistics and scans ------------------------------------------------- */
+
+void store_slot_stats(const store *s, unsigned slot, uint64_t *keys, uint64_t *bytes) {
+    const slot_stat *st = slot < STORE_SLOTS ? &s->stats[slot] : NULL;
+    if (keys) *keys = st ? st->keys : 0;
+    if (bytes) *bytes = st ? st->bytes : 0;
+}
+
+uint64_t store_total_keys(const store *s) {
+    return s->total_keys;
+}
+
+uint64_t store_total_bytes(const store *s) {
+    return s->total_bytes;
+}
+
+long store_scan_slot(store *s, unsigned slot, size_t max, int64_t now_ms, store_key_cb cb,
+                     void *arg) {
+    if (slot >= STORE_SLOTS || !cb) return KEEL_EINVAL;
+    if (max == 0) return 0;
+    char lo[KEY_PREFIX], hi[KEY_PREFIX];
+    put_be16(lo, slot);
+    put_be16(hi, slot + 1); /* 0x4000 for the last slot: above every key */
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_iterate_upper_bound(ro, hi, KEY_PREFIX);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf_data);
+    long n = 0;
+    for (rocksdb_iter_seek(it, lo, KEY_PREFIX); rocksdb_iter_valid(it) && (size_t)n < max;
+         rocksdb_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl);
+        const char *v = rocksdb_iter_value(it, &vl);
+        store_value sv;
+        if (kl < KEY_PREFIX || decode_value(v, vl, now_ms, &sv) != 0) continue;
+        n++;
+        if (cb(arg, k + KEY_PREFIX, kl - KEY_PREFIX)) break;
+    }
+    char *rerr = NULL;
+    rocksdb_iter_get_error(it, &rerr);
+    if (rerr) n = rerr_log("store_scan", rerr);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    return n;
+}
+
+static int save_cursor(store *s, rocksdb_iterator_t *it) {
+    size_t kl = 0;
+    const char *k = rocksdb_iter_valid(it) ? rocksdb_iter_key(it, &kl) : NULL;
+    if (kl > s->cursor_len || !s->cursor) {
+        char *p = realloc(s->cursor, kl ? kl : 1);
+        if (!p) return KEEL_ENOMEM;
+        s->cursor = p;
+    }
+    if (kl) memcpy(s->cursor, k, kl);
+    s->cursor_len = kl;
+    return 0;
+}
+
+long store_sweep_expired(store *s, int64_t now_ms, size_t max) {
+    store_txn *t = &s->txn;
+    if (t->open) return KEEL_EINVAL; /* would mix our deletes into the caller's txn */
+    if (max == 0) return 0;
+    size_t budget = max > SIZE_MAX / SWEEP_EXAMINE_FACTOR ? SIZE_MAX : max * SWEEP_EXAMINE_FACTOR;
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts_sweep, s->cf_data);
+    int wrapped = 0, rc = 0;
+    long deleted = 0;
+    store_txn_begin(s);
+    rocksdb_iter_seek(it, s->cursor ? s->cursor : "", s->cursor_len);
+    while (budget > 0 && (size_t)deleted < max) {
+        if (!rocksdb_iter_valid(it)) {
+            if (wrapped || s->cursor_len == 0) break;
+            rocksdb_iter_seek_to_first(it);
+            wrapped = 1;
+            continue;
+        }
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl);
+        const char *v = rocksdb_iter_value(it, &vl);
+        /* Once wrapped, stop at the start cursor: keys past it were examined
+         * (and maybe deleted in this very txn) earlier in this call. */
+        if (wrapped && keycmp(k, kl, s->cursor, s->cursor_len) >= 0) break;
+        budget--;
+        if (kl >= KEY_PREFIX && kl <= KEY_MAX && vl >= VAL_HDR &&
+            is_expired((int64_t)get_be64(v + 1), now_ms)) {
+            if ((rc = txn_del_known(t, get_be16(k), k, kl, vl))) break;
+            deleted++;
+        }
+        rocksdb_iter_next(it);
+    }
+    char *rerr = NULL;
+    rocksdb_iter_get_error(it, &rerr);
+    if (rerr) rc = rerr_log("store_sweep", rerr);
+    if (!rc) rc = save_cursor(s, it);
+    rocksdb_iter_destroy(it);
+    if (rc) {
+        store_txn_abort(t);
+        return rc;
+    }
+    if ((rc = store_txn_commit(t))) return rc;
+    if (deleted)
+        keel_log(KEEL_LOG_DEBUG, "store_sweep", "deleted=%ld wrapped=%d", deleted, wrapped);
+    return deleted;
+}
+
+int store_delete_slots(store *s, unsigned lo, unsigned hi) {
+    if (lo > hi || hi >= STORE_SLOTS || s->txn.open) return KEEL_EINVAL;
+    char a[KEY_PREFIX], b[KEY_PREFIX];
+    put_be16(a, lo);
+    put_be16(b, hi + 1);
+    uint64_t keys = 0;
+    /* One batch: the range tombstone and the stat records go together. */
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    rocksdb_writebatch_delete_range_cf(wb, s->cf_data, a, KEY_PREFIX, b, KEY_PREFIX);
+    for (unsigned slot = lo; slot <= hi; slot++) {
+        if (!s->stats[slot].keys && !s->stats[slot].bytes) continue;
+        char k[4];
+        stat_key(k, slot);
+        rocksdb_writebatch_delete_cf(wb, s->cf_meta, k, 4);
+        keys += s->stats[slot].keys;
+    }
+    char *rerr = NULL;
+    rocksdb_write(s->db, s->wopts, wb, &rerr);
+    rocksdb_writebatch_destroy(wb);
+    if (rerr) return rerr_log("store_delete_slots", rerr);
+    s->dirty = 1;
+    for (unsigned slot = lo; slot <= hi; slot++) {
+        s->total_keys -= s->stats[slot].keys;
+        s->total_bytes -= s->stats[slot].bytes;
+        s->stats[slot] = (slot_stat){0, 0};
+    }
+    int rc = flush_wal(s, 1, NULL);
+    if (rc) return rc;
+    /* Range tombstones slow later reads of the range until compacted away;
+     * ask for a background compaction rather than blocking the loop. */
+    rocksdb_suggest_compact_range_cf(s->db, s->cf_data, a, KEY_PREFIX, b, KEY_PREFIX, &rerr);
+    if (rerr) {
+        char q[256];
+        keel_log(KEEL_LOG_WARN, "store_compact_suggest", "err=%s",
+                 keel_log_quote(q, sizeof q, rerr, strlen(rerr)));
+        rocksdb_free(rerr);
+    }
+    keel_log(KEEL_LOG_INFO, "store_delete_slots", "lo=%u hi=%u keys=%llu", lo, hi,
+             (unsigned long long)keys);
+    return 0;
+}
+
+/* ---- Metadata ------------------------------------------------------------- */
+
+/* "m/<name>" into a malloc'd buffer. */
+static char *meta_key(const char *name, size_t *len) {
+    size_t n = strlen(name);
+    char *k = malloc(n + 2);
+    if (!k) return NULL;
+    k[0] = 'm';
+    k[1] = '/';
+    memcpy(k + 2, name, n);
+    *len = n + 2;
+    return k;
+}
+
+int store_meta_put(store *s, const char *name, const void *val, size_t len) {
+    if (!name || (len && !val)) return KEEL_EINVAL;
+    size_t kl;
+    char *k = meta_key(name, &kl);
+    if (!k) return KEEL_ENOMEM;
+    char *rerr = NULL;
+    rocksdb_put_cf(s->db, s->wopts, s->cf_meta, k, kl, val ? val : "", len, &rerr);
+    free(k);
+    if (rerr) return rerr_log("store_meta_put", rerr);
+    /* manual_wal_flush: the write is durable only once flushed and synced. */
+    return flush_wal(s, 1, NULL);
+}
+
+int store_meta_get(store *s, const char *name, char **val, size_t *len) {
+    *val = NULL;
+    *len = 0;
+    if (!name) return KEEL_EINVAL;
+    size_t kl, vl;
+    char *k = meta_key(name, &kl);
+    if (!k) return KEEL_ENOMEM;
+    char *rerr = NULL;
+    char *v = rocksdb_get_cf(s->db, s->ropts, s->cf_meta, k, kl, &vl, &rerr);
+    free(k);
+    if (rerr) return rerr_log("store_meta_get", rerr);
+    if (!v) return KEEL_ENOTFOUND;
+    /* Our own copy, NUL-terminated for string metadata, freed with free(). */
+    char *out = malloc(vl + 1);
+    if (out) {
+        memcpy(out, v, vl);
+        out[vl] = 0;
+    }
+    rocksdb_free(v);
+    if (!out) return KEEL_ENOMEM;
+    *val = out;
+    *len = vl;
+    return 0;
+}
