@@ -220,18 +220,19 @@ static int collect_key(void *arg, const char *key, size_t klen) {
 
 void cmd_cluster_getkeysinslot(cmd_ctx *x) {
     long long slot, count;
-    if (slot_arg(x, 2, &slot)) return;
-    if (arg_ll(x->argv[3], x->argvlen[3], &count) || count < 0) {
-        reply_err(x, "ERR Invalid number of keys");
+    if (arg_ll(x->argv[2], x->argvlen[2], &slot) || arg_ll(x->argv[3], x->argvlen[3], &count)) {
+        reply_not_int(x);
+        return;
+    }
+    if (slot < 0 || slot >= 16384 || count < 0) {
+        reply_err(x, "ERR Invalid slot or number of keys");
         return;
     }
     kbuf tmp;
     kbuf_init(&tmp);
     keys_acc a = {&tmp, 0};
-    long rc =
-        store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
-    if (rc < 0)
-        reply_err(x, "ERR storage error");
+    long rc = store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
+    if (rc < 0) reply_err(x, "ERR storage error");
     else {
         resp_w_array(x->out, a.n);
         kbuf_append(x->out, tmp.p, tmp.len);

@@ -45,14 +45,18 @@ static int password_ok(const server *s, const char *pw, size_t len) {
 /* Returns 1 if authenticated; otherwise replies and returns 0. */
 static int check_auth(cmd_ctx *x, int user_i, int pass_i) {
     const server *s = x->srv;
+    if (user_i >= 0 && strcmp(x->argv[user_i], "default") != 0) {
+        /* Only the default user exists. */
+        reply_err(x, "WRONGPASS invalid username-password pair or user is disabled.");
+        return 0;
+    }
     if (!s->cfg.requirepass[0]) {
         if (user_i < 0) {
             reply_err(x, "ERR AUTH <password> called without any password configured for the "
                          "default user. Are you sure your configuration is correct?");
             return 0;
         }
-    } else if ((user_i >= 0 && strcmp(x->argv[user_i], "default") != 0) ||
-               !password_ok(s, x->argv[pass_i], x->argvlen[pass_i])) {
+    } else if (!password_ok(s, x->argv[pass_i], x->argvlen[pass_i])) {
         reply_err(x, "WRONGPASS invalid username-password pair or user is disabled.");
         return 0;
     }
@@ -97,7 +101,7 @@ void cmd_hello(cmd_ctx *x) {
     }
     if (!x->c->authed) {
         reply_err(x, "NOAUTH HELLO must be called with the client already authenticated, "
-                     "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                     "otherwise the HELLO AUTH <user> <pass> option can be used to "
                      "authenticate the client and select the RESP protocol version at the same "
                      "time");
         return;
@@ -303,7 +307,7 @@ void cmd_command_info(cmd_ctx *x) {
         if (d)
             write_command_info(x, d, NULL);
         else
-            resp_w_null_array(x->out, x->proto);
+            resp_w_null(x->out, x->proto);
     }
 }
 

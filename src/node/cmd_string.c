@@ -113,7 +113,8 @@ static int set_options(cmd_ctx *x, unsigned *flags, int64_t *expire) {
             *flags |= SET_GET;
         else if (!strcasecmp(o, "keepttl") && !(*flags & SET_ANY_EXPIRE))
             *flags |= SET_KEEPTTL;
-        else if (unit && !(*flags & (SET_KEEPTTL | SET_ANY_EXPIRE)) && has_next) {
+        else if (unit && !(*flags & (SET_KEEPTTL | (SET_ANY_EXPIRE & ~unit))) && has_next) {
+            /* A repeated unit is accepted and the last value wins, as in redis. */
             *flags |= unit;
             exp_arg = ++j;
         } else {

@@ -65,12 +65,17 @@ static void info_keel(const server *s, kbuf *b) {
                 m->nnodes, (unsigned long long)ptable_self_epoch(s->pt));
 }
 
+static void info_cluster(const server *s, kbuf *b) {
+    kbuf_appendstr(b, "# Cluster\r\ncluster_enabled:1\r\n");
+}
+
 static const struct {
     const char *name;
     void (*fn)(const server *, kbuf *);
 } sections[] = {
     {"server", info_server},           {"clients", info_clients},   {"stats", info_stats},
-    {"persistence", info_persistence}, {"keyspace", info_keyspace}, {"keel", info_keel},
+    {"persistence", info_persistence}, {"cluster", info_cluster}, {"keyspace", info_keyspace},
+    {"keel", info_keel},
 };
 
 void cmd_info(cmd_ctx *x) {

@@ -107,6 +107,8 @@ static void set_options(void **state) {
     EXPECT(f, "SET k v NX XX", "-ERR syntax error\r\n");
     EXPECT(f, "SET k v EX 10 PX 10", "-ERR syntax error\r\n");
     EXPECT(f, "SET k v EX", "-ERR syntax error\r\n");
+    EXPECT(f, "SET k v EX 10 EX 20", "+OK\r\n"); /* last wins */
+    EXPECT(f, "TTL k", ":20\r\n");
     EXPECT(f, "SET k v EX 0", "-ERR invalid expire time in 'set' command\r\n");
     EXPECT(f, "SET k v EX abc", "-ERR value is not an integer or out of range\r\n");
     EXPECT(f, "SET k v PX 9223372036854775807", "-ERR invalid expire time in 'set' command\r\n");
@@ -209,6 +211,7 @@ static void auth(void **state) {
     EXPECT(f, "AUTH x",
            "-ERR AUTH <password> called without any password configured for the default user. Are "
            "you sure your configuration is correct?\r\n");
+    EXPECT(f, "AUTH someuser pw", "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
     snprintf(f->srv.cfg.requirepass, sizeof f->srv.cfg.requirepass, "secret");
     f->c.authed = 0;
     EXPECT(f, "GET k", "-NOAUTH Authentication required.\r\n");
@@ -264,6 +267,8 @@ static void cluster_views(void **state) {
     snprintf(want, sizeof want, "*1\r\n$4\r\n{x}1\r\n");
     EXPECT(f, line, want);
     EXPECT(f, "CLUSTER COUNTKEYSINSLOT 16384", "-ERR Invalid slot\r\n");
+    EXPECT(f, "CLUSTER GETKEYSINSLOT 0 -1", "-ERR Invalid slot or number of keys\r\n");
+    EXPECT(f, "CLUSTER GETKEYSINSLOT 0 abc", "-ERR value is not an integer or out of range\r\n");
 }
 
 /* COMMAND reports arity and key positions for cluster clients. */
@@ -273,7 +278,7 @@ static void command_info(void **state) {
     assert_memory_equal(r, "*1\r\n*10\r\n$4\r\nmset\r\n:-3\r\n", 24);
     assert_non_null(strstr(r, ":1\r\n:-1\r\n:2\r\n"));
     r = run(f, "COMMAND INFO nosuch");
-    EXPECT(f, "COMMAND INFO nosuch", "*1\r\n*-1\r\n");
+    EXPECT(f, "COMMAND INFO nosuch", "*1\r\n$-1\r\n");
     EXPECT(f, "COMMAND GETKEYS mset a 1 b 2", "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
 }
 
