@@ -49,7 +49,9 @@ static void info_persistence(const server *s, kbuf *b) {
 static void info_keyspace(const server *s, kbuf *b) {
     kbuf_appendstr(b, "# Keyspace\r\n");
     uint64_t keys = store_total_keys(s->st);
-    if (keys) kbuf_printf(b, "db0:keys=%llu\r\n", (unsigned long long)keys);
+    if (keys)
+        kbuf_printf(b, "db0:keys=%llu,expires=%llu\r\n", (unsigned long long)keys,
+                    (unsigned long long)store_total_expires(s->st));
 }
 
 static void info_keel(const server *s, kbuf *b) {
@@ -73,8 +75,9 @@ static const struct {
     const char *name;
     void (*fn)(const server *, kbuf *);
 } sections[] = {
-    {"server", info_server},           {"clients", info_clients},   {"stats", info_stats},
-    {"persistence", info_persistence}, {"cluster", info_cluster}, {"keyspace", info_keyspace},
+    {"server", info_server},   {"clients", info_clients},
+    {"stats", info_stats},     {"persistence", info_persistence},
+    {"cluster", info_cluster}, {"keyspace", info_keyspace},
     {"keel", info_keel},
 };
 

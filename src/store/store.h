@@ -8,15 +8,18 @@
  *     value  [type: u8][expire-at ms: u64 big-endian, 0 = none][payload]
  *   column family "meta"     node-local metadata
  *     "m/<name>"             free-form metadata (store_meta_get/put)
- *     "s/<slot u16 BE>"      [keys: u64 BE][bytes: u64 BE] for that slot
+ *     "s/<slot u16 BE>"      [keys: u64][bytes: u64][keys with TTL: u64], BE;
+ *                            written by a clean close, see store.c
+ *     "c/stats"              present only between a clean close and open
  *
  * A slot's keys are therefore one contiguous range: partitions get snapshot
  * iterators, DeleteRange cleanup and size estimates for free.
  *
  * Statistics. keys(slot) counts physical keys, including ones logically
  * expired but not yet swept (as redis-server's DBSIZE does). bytes(slot) is
- * the sum of encoded key + value sizes. Both are updated in the same RocksDB
- * WriteBatch as the data they describe, so they are exact after a crash.
+ * the sum of encoded key + value sizes. Both are exact at all times: kept in
+ * memory, saved at a clean close, recounted from the data after a crash
+ * (startup then costs one scan of the keys).
  *
  * Durability. Writes go to RocksDB with manual WAL flush: nothing reaches
  * the OS until store_sync(). The server calls store_sync() once per event-loop
@@ -115,6 +118,8 @@ store_fsync store_fsync_mode(const store *s);
 void store_slot_stats(const store *s, unsigned slot, uint64_t *keys, uint64_t *bytes);
 uint64_t store_total_keys(const store *s);
 uint64_t store_total_bytes(const store *s);
+/* Keys that carry an expiry (expired or not yet swept). */
+uint64_t store_total_expires(const store *s);
 
 /* Calls cb for up to max keys of slot, in key order (user key bytes only,
  * without the slot prefix). Stops early if cb returns non-zero. Expired keys
