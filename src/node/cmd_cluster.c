@@ -231,8 +231,10 @@ void cmd_cluster_getkeysinslot(cmd_ctx *x) {
     kbuf tmp;
     kbuf_init(&tmp);
     keys_acc a = {&tmp, 0};
-    long rc = store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
-    if (rc < 0) reply_err(x, "ERR storage error");
+    long rc =
+        store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
+    if (rc < 0)
+        reply_err(x, "ERR storage error");
     else {
         resp_w_array(x->out, a.n);
         kbuf_append(x->out, tmp.p, tmp.len);

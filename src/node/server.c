@@ -148,7 +148,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         client_close(c);
         return;
     }
-    c->last_ms = keel_wall_ms();
+    /* One clock read per batch: every command parsed from it sees the same
+     * time, as redis-server's command time snapshot does. */
+    c->last_ms = s->now_ms = keel_wall_ms();
     size_t off = 0, len = (size_t)nread;
     while (off < len && !c->close_after_flush) {
         size_t used = 0;

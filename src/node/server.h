@@ -62,6 +62,7 @@ struct server {
     size_t nclients;
     uint64_t next_client_id;
     int64_t start_ms;
+    int64_t now_ms; /* wall clock at the start of the current read batch */
     uint64_t total_connections;
     uint64_t rejected_connections;
     uint64_t total_commands;

@@ -17,9 +17,12 @@
  * (expired or not): the txn remembers every key it read or wrote, so a
  * handler doing get-then-put on one key costs one read.
  *
- * Txns are a plain WriteBatch plus that per-key overlay (small, hashed when
- * it grows), which gives read-your-writes inside a command without the cost
- * of a WriteBatchWithIndex on the hot path.
+ * Group commit inside the store: a txn is a save point in a batch that spans
+ * the whole event-loop turn, plus a per-key overlay (hashed when it grows)
+ * that gives every later read of the turn - by txn or by store_get - the
+ * turn's own writes, without the cost of a WriteBatchWithIndex. store_sync()
+ * writes the turn batch with one rocksdb_write and then flushes the WAL.
+ * Iterators only see the DB, so every scan first writes out the turn batch.
  *
  * Lifetimes. store_get and store_txn_get hand out a pinned RocksDB slice, or
  * for a value the txn itself wrote, a malloc'd copy. Either is owned by the
@@ -82,13 +85,29 @@ typedef struct txn_entry {
     int exists;
     int has_ttl; /* the physical value carries an expiry */
     int written;
+    uint32_t gen; /* the command that last saved this entry for undo */
 } txn_entry;
 
+typedef struct txn_undo {
+    size_t idx;     /* in ents */
+    txn_entry prev; /* the entry before the current command changed it */
+} txn_undo;
+
+/* One store_txn spans an event-loop turn. Each command's begin..commit is a
+ * save point inside it: commit keeps the command's writes in the turn batch,
+ * abort rolls them back (batch save point, plus an undo log for the overlay
+ * entries the command changed). store_sync() writes the whole turn batch to
+ * RocksDB in one write, then flushes the WAL: one WAL record and one
+ * write-path entry per turn instead of per command. */
 struct store_txn {
     store *s;
-    int open;
-    rocksdb_writebatch_t *wb;
-    size_t nops;         /* puts and deletes in wb */
+    int open;                 /* a command is between begin and commit/abort */
+    uint32_t gen;             /* command counter, for the undo log */
+    rocksdb_writebatch_t *wb; /* the turn batch */
+    size_t nops;              /* puts and deletes of the current command */
+    size_t turn_ops;          /* puts and deletes committed this turn */
+    txn_undo *undo;
+    size_t nundo, cap_undo;
     slot_delta *touched; /* slots this txn changed, in first-touch order */
     size_t ntouched, cap_touched;
     uint16_t tidx[STORE_SLOTS]; /* slot -> index in touched + 1; 0 = untouched */
@@ -340,8 +359,11 @@ static int open_stats(store *s) {
     if (rc) {
         uint64_t t0 = keel_mono_us();
         if ((rc = recount_stats(s))) return rc;
-        keel_log(KEEL_LOG_INFO, "store_recount", "reason=%s keys=%llu bytes=%llu ms=%llu",
-                 clean ? "unreadable" : "unclean-shutdown", (unsigned long long)s->total_keys,
+        /* A new store has no marker either; only a recount that found data
+         * is news. */
+        keel_log(s->total_keys ? KEEL_LOG_INFO : KEEL_LOG_DEBUG, "store_recount",
+                 "reason=%s keys=%llu bytes=%llu ms=%llu",
+                 clean ? "stats-unreadable" : "no-clean-close", (unsigned long long)s->total_keys,
                  (unsigned long long)s->total_bytes,
                  (unsigned long long)((keel_mono_us() - t0) / 1000));
     }
@@ -480,22 +502,47 @@ fail:
     return rc;
 }
 
-static void txn_reset(store_txn *t) {
-    rocksdb_writebatch_clear(t->wb);
-    t->nops = 0;
+/* Ends the current command's bookkeeping (not the turn batch). */
+static void cmd_reset(store_txn *t) {
     for (size_t i = 0; i < t->ntouched; i++)
         t->tidx[t->touched[i].slot] = 0;
     t->ntouched = 0;
+    t->nops = 0;
+    t->nundo = 0;
+    t->open = 0;
+}
+
+/* Forgets the turn batch and the overlay. */
+static void turn_clear(store_txn *t) {
+    rocksdb_writebatch_clear(t->wb);
+    t->turn_ops = 0;
     if (t->nents && t->hcap) memset(t->hidx, 0, t->hcap * sizeof *t->hidx);
     t->nents = 0;
     t->arena.len = 0;
     if (t->arena.cap > (4u << 20)) kbuf_shrink(&t->arena, 0);
-    t->open = 0;
+}
+
+/* Writes the turn's committed commands to RocksDB (WAL buffer + memtable)
+ * and clears the overlay. Returns 0 or KEEL_EIO. */
+static int turn_write(store *s) {
+    store_txn *t = &s->txn;
+    int rc = 0;
+    if (t->turn_ops) {
+        char *rerr = NULL;
+        rocksdb_write(s->db, s->wopts, t->wb, &rerr);
+        if (rerr)
+            rc = rerr_log("store_commit", rerr);
+        else
+            s->dirty = 1;
+    }
+    turn_clear(t);
+    return rc;
 }
 
 void store_free(store *s) {
     if (!s) return;
-    if (s->txn.open) txn_reset(&s->txn);
+    if (s->txn.open) store_txn_abort(&s->txn);
+    if (s->db && s->txn.wb) turn_write(s);
     if (s->db) save_stats(s); /* also flushes and fsyncs the WAL */
     if (s->cf_data) rocksdb_column_family_handle_destroy(s->cf_data);
     if (s->cf_meta) rocksdb_column_family_handle_destroy(s->cf_meta);
@@ -506,6 +553,7 @@ void store_free(store *s) {
     }
     if (s->txn.wb) rocksdb_writebatch_destroy(s->txn.wb);
     free(s->txn.touched);
+    free(s->txn.undo);
     free(s->txn.ents);
     free(s->txn.hidx);
     kbuf_close(&s->txn.arena);
@@ -550,12 +598,20 @@ static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_
     return 0;
 }
 
+static txn_entry *ent_find(store_txn *t, const char *ek, size_t eklen);
+static const txn_entry *committed_entry(const store_txn *t, const txn_entry *e);
+static int overlay_value(store_txn *t, const txn_entry *e, int64_t now_ms, store_value *v);
+
 int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now_ms,
               store_value *v) {
     memset(v, 0, sizeof *v);
     if (slot >= STORE_SLOTS) return KEEL_EINVAL;
     size_t eklen = encode_key(s->kbuf, slot, key, klen);
     if (!eklen) return KEEL_ENOTFOUND; /* too long to have been stored */
+    if (s->txn.nents) {                /* this turn may have written the key */
+        const txn_entry *e = committed_entry(&s->txn, ent_find(&s->txn, s->kbuf, eklen));
+        if (e && e->written) return overlay_value(&s->txn, e, now_ms, v);
+    }
     int exists, ttl;
     size_t vlen;
     return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl);
@@ -580,6 +636,8 @@ store_txn *store_txn_begin(store *s) {
         return t;
     }
     t->open = 1;
+    if (++t->gen == 0) t->gen = 1; /* 0 marks entries never saved for undo */
+    rocksdb_writebatch_set_save_point(t->wb);
     return t;
 }
 
@@ -699,6 +757,47 @@ static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbyte
     return 0;
 }
 
+/* Saves e's state before the current command first changes it. */
+static int save_undo(store_txn *t, txn_entry *e) {
+    if (e->gen == t->gen) return 0;
+    if (t->nundo == t->cap_undo) {
+        size_t cap = t->cap_undo ? t->cap_undo * 2 : 16;
+        txn_undo *p = realloc(t->undo, cap * sizeof *p);
+        if (!p) return KEEL_ENOMEM;
+        t->undo = p;
+        t->cap_undo = cap;
+    }
+    e->gen = t->gen;
+    t->undo[t->nundo++] = (txn_undo){.idx = (size_t)(e - t->ents), .prev = *e};
+    return 0;
+}
+
+/* e as committed commands left it: an open command's changes are not
+ * visible to plain reads. */
+static const txn_entry *committed_entry(const store_txn *t, const txn_entry *e) {
+    if (!e || !t->open || e->gen != t->gen) return e;
+    for (size_t i = 0; i < t->nundo; i++)
+        if (&t->ents[t->undo[i].idx] == e) return &t->undo[i].prev;
+    return e;
+}
+
+/* A value this turn wrote, as a malloc'd copy (the arena may move). */
+static int overlay_value(store_txn *t, const txn_entry *e, int64_t now_ms, store_value *v) {
+    if (!e->exists) return KEEL_ENOTFOUND;
+    int rc = decode_value(t->arena.p + e->voff, e->vlen, now_ms, v);
+    if (rc) return rc;
+    char *copy = malloc(v->len ? v->len : 1);
+    if (!copy) {
+        memset(v, 0, sizeof *v);
+        return KEEL_ENOMEM;
+    }
+    memcpy(copy, v->data, v->len);
+    v->data = copy;
+    v->priv_ = copy;
+    v->priv_kind_ = VALUE_MALLOC;
+    return 0;
+}
+
 int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int64_t now_ms,
                   store_value *v) {
     memset(v, 0, sizeof *v);
@@ -708,18 +807,7 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
     size_t eklen = encode_key(s->kbuf, slot, key, klen);
     if (!eklen) return KEEL_ENOTFOUND;
     txn_entry *e = ent_find(t, s->kbuf, eklen);
-    if (e && e->written) { /* read our own write: hand out a copy */
-        if (!e->exists) return KEEL_ENOTFOUND;
-        int rc = decode_value(t->arena.p + e->voff, e->vlen, now_ms, v);
-        if (rc) return rc;
-        char *copy = malloc(v->len ? v->len : 1);
-        if (!copy) return KEEL_ENOMEM;
-        memcpy(copy, v->data, v->len);
-        v->data = copy;
-        v->priv_ = copy;
-        v->priv_kind_ = VALUE_MALLOC;
-        return 0;
-    }
+    if (e && e->written) return overlay_value(t, e, now_ms, v); /* our own write */
     int exists, ttl;
     size_t vlen;
     int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl);
@@ -746,6 +834,7 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
     int rc;
     txn_entry *e = txn_phys(t, s->kbuf, eklen, &rc);
     if (!e) return rc;
+    if ((rc = save_undo(t, e))) return rc;
     int exists = e->exists;
     size_t old = e->vlen;
     char hdr[VAL_HDR];
@@ -781,6 +870,7 @@ static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t ekl
     t->nops++;
     txn_entry *e = ent_find(t, ek, eklen);
     if (!e && !(e = ent_add(t, ek, eklen))) return KEEL_ENOMEM;
+    if ((rc = save_undo(t, e))) return rc;
     e->exists = 0;
     e->written = 1;
     e->has_ttl = 0;
@@ -814,37 +904,37 @@ static uint64_t apply_delta(uint64_t v, int64_t d, unsigned slot) {
 int store_txn_commit(store_txn *t) {
     store *s = t->s;
     if (!t->open) return KEEL_EINVAL;
-    if (t->nops == 0) {
-        txn_reset(t);
-        return 0;
-    }
     char *rerr = NULL;
-    rocksdb_write(s->db, s->wopts, t->wb, &rerr);
-    int rc = 0;
-    if (rerr) {
-        rc = rerr_log("store_commit", rerr);
-    } else {
-        s->dirty = 1;
-        for (size_t i = 0; i < t->ntouched; i++) {
-            const slot_delta *d = &t->touched[i];
-            slot_stat *st = &s->stats[d->slot];
-            s->total_keys -= st->keys;
-            s->total_bytes -= st->bytes;
-            s->total_expires -= st->expires;
-            st->keys = apply_delta(st->keys, d->dkeys, d->slot);
-            st->bytes = apply_delta(st->bytes, d->dbytes, d->slot);
-            st->expires = apply_delta(st->expires, d->dexpires, d->slot);
-            s->total_keys += st->keys;
-            s->total_bytes += st->bytes;
-            s->total_expires += st->expires;
-        }
+    rocksdb_writebatch_pop_save_point(t->wb, &rerr);
+    if (rerr) rerr_log("store_txn_savepoint", rerr);
+    t->turn_ops += t->nops;
+    for (size_t i = 0; i < t->ntouched; i++) {
+        const slot_delta *d = &t->touched[i];
+        slot_stat *st = &s->stats[d->slot];
+        s->total_keys -= st->keys;
+        s->total_bytes -= st->bytes;
+        s->total_expires -= st->expires;
+        st->keys = apply_delta(st->keys, d->dkeys, d->slot);
+        st->bytes = apply_delta(st->bytes, d->dbytes, d->slot);
+        st->expires = apply_delta(st->expires, d->dexpires, d->slot);
+        s->total_keys += st->keys;
+        s->total_bytes += st->bytes;
+        s->total_expires += st->expires;
     }
-    txn_reset(t);
-    return rc;
+    cmd_reset(t);
+    return 0;
 }
 
 void store_txn_abort(store_txn *t) {
-    if (t && t->open) txn_reset(t);
+    if (!t || !t->open) return;
+    char *rerr = NULL;
+    rocksdb_writebatch_rollback_to_save_point(t->wb, &rerr);
+    if (rerr) rerr_log("store_txn_rollback", rerr);
+    while (t->nundo > 0) { /* newest first, so each entry ends at its oldest state */
+        const txn_undo *u = &t->undo[--t->nundo];
+        t->ents[u->idx] = u->prev;
+    }
+    cmd_reset(t);
 }
 
 /* ---- Durability ----------------------------------------------------------- */
@@ -866,12 +956,18 @@ static int flush_wal(store *s, int sync, uint64_t *fsync_us) {
 
 int store_sync(store *s, uint64_t *fsync_us) {
     if (fsync_us) *fsync_us = 0;
+    if (s->txn.open) return KEEL_EINVAL;
+    int rc = turn_write(s);
+    if (rc) return rc;
     if (!s->dirty) return 0;
     return flush_wal(s, s->fsync == STORE_FSYNC_ALWAYS, fsync_us);
 }
 
 int store_sync_wal(store *s, uint64_t *fsync_us) {
     if (fsync_us) *fsync_us = 0;
+    if (s->txn.open) return KEEL_EINVAL;
+    int rc = turn_write(s);
+    if (rc) return rc;
     if (!s->dirty && !s->unsynced) return 0;
     return flush_wal(s, 1, fsync_us);
 }
@@ -898,8 +994,10 @@ uint64_t store_total_expires(const store *s) {
 
 long store_scan_slot(store *s, unsigned slot, size_t max, int64_t now_ms, store_key_cb cb,
                      void *arg) {
-    if (slot >= STORE_SLOTS || !cb) return KEEL_EINVAL;
+    if (slot >= STORE_SLOTS || !cb || s->txn.open) return KEEL_EINVAL;
     if (max == 0) return 0;
+    int wrc = turn_write(s); /* iterators see only the DB */
+    if (wrc) return wrc;
     char lo[KEY_PREFIX], hi[KEY_PREFIX];
     put_be16(lo, slot);
     put_be16(hi, slot + 1); /* 0x4000 for the last slot: above every key */
@@ -980,6 +1078,8 @@ long store_sweep_expired(store *s, int64_t now_ms, size_t max) {
     store_txn *t = &s->txn;
     if (t->open) return KEEL_EINVAL; /* would mix our deletes into the caller's txn */
     if (max == 0 || s->total_expires == 0) return 0;
+    int wrc = turn_write(s); /* the iterator sees only the DB */
+    if (wrc) return wrc;
     size_t budget = max > SIZE_MAX / SWEEP_EXAMINE_FACTOR ? SIZE_MAX : max * SWEEP_EXAMINE_FACTOR;
     long deleted = 0;
     int rc = 0;
@@ -1006,6 +1106,8 @@ long store_sweep_expired(store *s, int64_t now_ms, size_t max) {
 
 int store_delete_slots(store *s, unsigned lo, unsigned hi) {
     if (lo > hi || hi >= STORE_SLOTS || s->txn.open) return KEEL_EINVAL;
+    int wrc = turn_write(s); /* the overlay must not outlive the range delete */
+    if (wrc) return wrc;
     char a[KEY_PREFIX], b[KEY_PREFIX];
     put_be16(a, lo);
     put_be16(b, hi + 1);
@@ -1056,7 +1158,9 @@ static char *meta_key(const char *name, size_t *len) {
 }
 
 int store_meta_put(store *s, const char *name, const void *val, size_t len) {
-    if (!name || (len && !val)) return KEEL_EINVAL;
+    if (!name || (len && !val) || s->txn.open) return KEEL_EINVAL;
+    int wrc = turn_write(s); /* the sync below covers the turn too */
+    if (wrc) return wrc;
     size_t kl;
     char *k = meta_key(name, &kl);
     if (!k) return KEEL_ENOMEM;

@@ -86,11 +86,14 @@ int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now
 void store_value_release(store_value *v);
 
 /* ---- Writes ------------------------------------------------------------
- * A txn collects writes and reads its own writes (RocksDB
- * WriteBatchWithIndex). Commit applies them atomically, with the per-slot
- * statistics, without syncing (see store_sync). A store has one txn object,
- * reused: begin returns it; begin while one is open is a programming error.
- * Expired values are invisible to store_txn_get exactly as to store_get. */
+ * A txn is one command's writes. It reads its own writes. Commit adds them,
+ * atomically, to the current turn: from then on every read (store_get,
+ * store_txn_get, scans) sees them and the statistics include them, and the
+ * next store_sync() hands the whole turn to RocksDB in one write before
+ * flushing the WAL. Abort drops only this txn's writes. A store has one txn
+ * object, reused: begin returns it; begin while one is open is a programming
+ * error. Plain store_get never sees an open txn's writes. Expired values are
+ * invisible to store_txn_get exactly as to store_get. */
 store_txn *store_txn_begin(store *s);
 int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int64_t now_ms,
                   store_value *v);
@@ -100,13 +103,15 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
 /* *existed (may be NULL) is set to 1 if a physical key was removed (even an
  * expired one), else 0. */
 int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int *existed);
-/* Applies the txn. Returns 0 or KEEL_EIO. The txn is closed either way. */
+/* Commits the txn into the turn (see above). Returns 0, or KEEL_EINVAL if
+ * no txn is open. The txn is closed either way. */
 int store_txn_commit(store_txn *t);
 /* Drops the txn's writes. */
 void store_txn_abort(store_txn *t);
 
-/* Group commit: makes every committed txn durable per the fsync mode (see
- * the top of this file). Cheap when nothing was written since the last call.
+/* Group commit: writes the turn's committed txns to RocksDB and makes them
+ * durable per the fsync mode (see the top of this file). Cheap when nothing
+ * was written since the last call. KEEL_EINVAL while a txn is open.
  * *fsync_us (may be NULL) gets the time spent in fsync, 0 if none.
  * Returns 0 or KEEL_EIO (the caller must not acknowledge that turn's writes). */
 int store_sync(store *s, uint64_t *fsync_us);

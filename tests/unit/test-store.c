@@ -273,6 +273,37 @@ static void test_expires_count(void **state) {
     assert_int_equal(store_total_keys(f->s), 3);
 }
 
+/* Within one turn (no store_sync between), an aborted command restores the
+ * key to what the earlier, committed command of the turn wrote, stats too. */
+static void test_turn_abort_restores(void **state) {
+    fx *f = *state;
+    put_str(f->s, 9, "k", "first");
+    uint64_t keys, bytes;
+    store_slot_stats(f->s, 9, &keys, &bytes);
+    store_txn *t = store_txn_begin(f->s);
+    assert_int_equal(store_txn_put(t, 9, "k", 1, STORE_T_STRING, 0, "second", 6), 0);
+    assert_int_equal(store_txn_put(t, 9, "new", 3, STORE_T_STRING, 0, "x", 1), 0);
+    int existed = 0;
+    assert_int_equal(store_txn_del(t, 9, "k", 1, &existed), 0);
+    assert_int_equal(existed, 1);
+    check_value(f->s, 9, "k", 1, "first", 5); /* plain reads see committed state */
+    store_txn_abort(t);
+    check_value(f->s, 9, "k", 1, "first", 5);
+    check_missing(f->s, 9, "new");
+    check_stats(f->s, 9, keys, bytes);
+    t = store_txn_begin(f->s); /* the overlay still answers the txn path */
+    store_value v;
+    assert_int_equal(store_txn_get(t, 9, "k", 1, NOW, &v), 0);
+    assert_memory_equal(v.data, "first", 5);
+    store_value_release(&v);
+    store_txn_abort(t);
+    assert_int_equal(store_sync(f->s, NULL), 0);
+    reopen(f, STORE_FSYNC_ALWAYS);
+    check_value(f->s, 9, "k", 1, "first", 5);
+    check_missing(f->s, 9, "new");
+    check_stats(f->s, 9, keys, bytes);
+}
+
 /* Two puts of one key in a txn count one key, sized by the last value. */
 static void test_txn_put_twice_one_key(void **state) {
     fx *f = *state;
@@ -440,6 +471,16 @@ static int collect(void *arg, const char *key, size_t klen) {
     c->keys[c->n][klen] = 0;
     c->n++;
     return c->stop_after && c->n >= c->stop_after;
+}
+
+/* Scans see writes committed earlier in the same turn. */
+static void test_turn_visible_to_scan(void **state) {
+    fx *f = *state;
+    put_str(f->s, 11, "a", "1");
+    put_str(f->s, 11, "b", "2");
+    collected c = {0};
+    assert_int_equal(store_scan_slot(f->s, 11, 10, NOW, collect, &c), 2);
+    assert_string_equal(c.keys[1], "b");
 }
 
 /* scan_slot yields one slot's live keys in order, honouring max and stop. */
@@ -687,6 +728,8 @@ int main(void) {
         T(test_txn_put_twice_one_key),
         T(test_txn_value_outlives_ops),
         T(test_expires_count),
+        T(test_turn_abort_restores),
+        T(test_turn_visible_to_scan),
         T(test_txn_get_put_del_stats),
         T(test_txn_abort),
         T(test_invalid_args),
