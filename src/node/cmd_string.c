@@ -58,6 +58,14 @@ static int put(store_txn *t, cmd_ctx *x, int i, int64_t expire, const void *p, s
     return store_txn_put(t, x->slot, x->argv[i], x->argvlen[i], STORE_T_STRING, expire, p, len);
 }
 
+/* Replies with a looked-up value, or nil when it was not found. */
+static void reply_value(cmd_ctx *x, int found, const store_value *v) {
+    if (found)
+        resp_w_bulk(x->out, v->data, v->len);
+    else
+        resp_w_null(x->out, x->proto);
+}
+
 static void reply_expire_time(cmd_ctx *x, const char *cmd) {
     reply_errf(x, "ERR invalid expire time in '%s' command", cmd);
 }
@@ -68,12 +76,8 @@ void cmd_get(cmd_ctx *x) {
     store_value v;
     int r = lookup(x, NULL, 1, &v);
     if (r < 0) return;
-    if (r == 0) {
-        resp_w_null(x->out, x->proto);
-        return;
-    }
-    resp_w_bulk(x->out, v.data, v.len);
-    store_value_release(&v);
+    reply_value(x, r, &v);
+    if (r) store_value_release(&v);
 }
 
 enum {
@@ -166,10 +170,7 @@ void cmd_set(cmd_ctx *x) {
     }
     size_t mark = x->out->len;
     if ((flags & SET_NX && found) || (flags & SET_XX && !found)) {
-        if (flags & SET_GET && found)
-            resp_w_bulk(x->out, old.data, old.len);
-        else
-            resp_w_null(x->out, x->proto);
+        reply_value(x, (flags & SET_GET) && found, &old);
         if (found) store_value_release(&old);
         store_txn_abort(t);
         return;
@@ -182,10 +183,8 @@ void cmd_set(cmd_ctx *x) {
         fail(x, t, rc);
     else if (!(flags & SET_GET))
         reply_ok(x);
-    else if (found)
-        resp_w_bulk(x->out, old.data, old.len);
     else
-        resp_w_null(x->out, x->proto);
+        reply_value(x, found, &old);
     if (found) store_value_release(&old);
     if (!rc) commit(x, t, mark);
 }
@@ -227,10 +226,8 @@ static void get_and_replace(cmd_ctx *x, int del) {
     size_t mark = x->out->len;
     if (rc)
         fail(x, t, rc);
-    else if (found)
-        resp_w_bulk(x->out, old.data, old.len);
     else
-        resp_w_null(x->out, x->proto);
+        reply_value(x, found, &old);
     if (found) store_value_release(&old);
     if (!rc) commit(x, t, mark);
 }
