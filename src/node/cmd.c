@@ -191,7 +191,7 @@ void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *a
                  .out = &c->out,
                  .proto = c->proto};
     uint64_t t0 = keel_mono_us();
-    x.now_ms = srv->now_ms ? srv->now_ms : keel_wall_ms();
+    x.now_ms = c->last_ms ? c->last_ms : keel_wall_ms();
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
     if (!d) {
         reply_unknown(&x);

@@ -33,7 +33,7 @@ void cmd_ok(cmd_ctx *x) { /* READONLY, READWRITE, ASKING */
 
 void cmd_quit(cmd_ctx *x) {
     reply_ok(x);
-    server_close_after_reply(x->c);
+    rserver_close_after_reply(x->c);
 }
 
 /* Constant-time comparison, so AUTH timing does not leak the password. */

@@ -21,18 +21,22 @@ static void info_server(const server *s, kbuf *b) {
 }
 
 static void info_clients(const server *s, kbuf *b) {
-    kbuf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%d\r\n", s->nclients,
+    rserver_stats st;
+    rserver_get_stats(s->rs, &st);
+    kbuf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%d\r\n", st.clients,
                 s->cfg.maxclients);
 }
 
 static void info_stats(const server *s, kbuf *b) {
     const metrics *m = s->mx;
+    rserver_stats st;
+    rserver_get_stats(s->rs, &st);
     kbuf_printf(b,
                 "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                 "rejected_connections:%llu\r\nexpired_keys:%llu\r\nkeel_read_ops:%llu\r\n"
                 "keel_write_ops:%llu\r\nkeel_admin_ops:%llu\r\n",
-                (unsigned long long)s->total_connections, (unsigned long long)s->total_commands,
-                (unsigned long long)s->rejected_connections, (unsigned long long)s->expired_keys,
+                (unsigned long long)st.total_connections, (unsigned long long)st.total_commands,
+                (unsigned long long)st.rejected_connections, (unsigned long long)s->expired_keys,
                 (unsigned long long)m->ops[CLASS_READ], (unsigned long long)m->ops[CLASS_WRITE],
                 (unsigned long long)m->ops[CLASS_ADMIN]);
 }
@@ -122,8 +126,10 @@ void node_render_metrics(void *arg, kbuf *b) {
     kbuf_appendstr(b, "# HELP keel_fsync_seconds WAL fsync time per group commit.\n"
                       "# TYPE keel_fsync_seconds histogram\n");
     metrics_write_histogram(b, "keel_fsync_seconds", "", &m->fsync);
+    rserver_stats rst;
+    rserver_get_stats(s->rs, &rst);
     kbuf_printf(b, "# TYPE keel_connected_clients gauge\nkeel_connected_clients %zu\n",
-                s->nclients);
+                rst.clients);
     kbuf_printf(b, "# TYPE keel_keys gauge\nkeel_keys %llu\n",
                 (unsigned long long)store_total_keys(s->st));
     /* Per partition: only those this node serves or holds data for. */

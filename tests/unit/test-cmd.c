@@ -41,7 +41,6 @@ static int setup(void **state) {
         m.owner[p] = p == 0 ? 1 : 0; /* slots 0-1023 elsewhere */
     m.version = 1;
     assert_int_equal(ptable_apply_map(f->srv.pt, &m), 0);
-    f->c.srv = &f->srv;
     f->c.proto = 2;
     f->c.authed = 1;
     f->c.id = 7;
@@ -211,7 +210,8 @@ static void auth(void **state) {
     EXPECT(f, "AUTH x",
            "-ERR AUTH <password> called without any password configured for the default user. Are "
            "you sure your configuration is correct?\r\n");
-    EXPECT(f, "AUTH someuser pw", "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    EXPECT(f, "AUTH someuser pw",
+           "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
     snprintf(f->srv.cfg.requirepass, sizeof f->srv.cfg.requirepass, "secret");
     f->c.authed = 0;
     EXPECT(f, "GET k", "-NOAUTH Authentication required.\r\n");

@@ -1,0 +1,307 @@
+/* rserver.c - RESP connections on libuv; see rserver.h for the turn.
+ *
+ * Life of a request: on_read feeds bytes to the client's parser (one shared
+ * 64 KiB read buffer: each read is consumed whole before the next), every
+ * complete request goes to ops.dispatch, and a client with output joins the
+ * pending list. on_turn_end runs before_flush, then flushes each pending
+ * client with one write. Back-pressure: a client whose unsent output passes
+ * max_output stops being read until its write completes.
+ *
+ * Teardown: rserver_stop closes every handle; the struct is freed when the
+ * last close callback has run (refs counts open handles), so no callback ever
+ * sees freed memory.
+ */
+#include "net/rserver.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rserver {
+    uv_loop_t *loop;
+    rserver_config cfg;
+    char bind[64];
+    const rserver_ops *ops;
+    void *arg;
+    uv_tcp_t listener;
+    uv_check_t turn_end;
+    client *clients;
+    client *pending;
+    uint64_t next_client_id;
+    rserver_stats stats;
+    int refs; /* open uv handles */
+    int stopping;
+    char readbuf[65536];
+};
+
+static void rs_unref(rserver *rs) {
+    if (--rs->refs == 0 && rs->stopping) free(rs);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+    rs_unref(h->data);
+}
+
+/* ---- Clients ------------------------------------------------------------- */
+
+static void on_client_closed(uv_handle_t *h) {
+    client *c = h->data;
+    rserver *rs = c->rs;
+    if (c->pending) {
+        client **pp = &rs->pending;
+        while (*pp && *pp != c)
+            pp = &(*pp)->next_pending;
+        if (*pp) *pp = c->next_pending;
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        rs->clients = c->next;
+    if (c->next) c->next->prev = c->prev;
+    rs->stats.clients--;
+    if (rs->ops->on_close) rs->ops->on_close(rs->arg, c);
+    resp_req_free(c->parser);
+    kbuf_close(&c->out);
+    kbuf_close(&c->wbuf);
+    free(c);
+    rs_unref(rs);
+}
+
+static void client_close(client *c) {
+    if (c->closing) return;
+    c->closing = 1;
+    uv_close((uv_handle_t *)&c->tcp, on_client_closed);
+}
+
+static void client_mark_pending(client *c) {
+    if (c->pending) return;
+    c->pending = 1;
+    c->next_pending = c->rs->pending;
+    c->rs->pending = c;
+}
+
+void rserver_close_after_reply(client *c) {
+    c->close_after_flush = 1;
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    client *c = h->data;
+    *buf = uv_buf_init(c->rs->readbuf, sizeof c->rs->readbuf);
+}
+
+static void client_read_start(client *c) {
+    if (c->reading || c->closing || c->close_after_flush) return;
+    c->reading = 1;
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void on_write(uv_write_t *req, int status) {
+    client *c = req->data;
+    c->writing = 0;
+    c->wbuf.len = 0;
+    if (status < 0) {
+        client_close(c);
+        return;
+    }
+    if (c->closing) return;
+    /* Replies queued meanwhile may belong to the current turn, not yet
+     * through before_flush: they leave from the turn-end check only. */
+    if (c->out.len || c->close_after_flush) client_mark_pending(c);
+    if (!c->reading && c->out.len < c->rs->cfg.max_output) client_read_start(c);
+}
+
+static void client_flush(client *c) {
+    if (c->writing || c->closing) return;
+    if (c->out.len) {
+        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n == UV_EAGAIN) n = 0;
+        if (n < 0) {
+            client_close(c);
+            return;
+        }
+        if ((size_t)n < c->out.len) { /* hand the rest to a uv_write */
+            kbuf tmp = c->wbuf;
+            c->wbuf = c->out;
+            c->out = tmp;
+            c->out.len = 0;
+            b = uv_buf_init(c->wbuf.p + n, (unsigned)(c->wbuf.len - (size_t)n));
+            c->writing = 1;
+            c->wreq.data = c;
+            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
+                c->writing = 0;
+                client_close(c);
+            }
+            return;
+        }
+        c->out.len = 0;
+        if (c->out.cap > (1u << 20)) kbuf_shrink(&c->out, 16384);
+    }
+    if (c->close_after_flush) client_close(c);
+}
+
+static void protocol_error(client *c, const char *msg) {
+    char q[160];
+    keel_log(KEEL_LOG_WARN, "protocol_error", "client=%llu addr=%s reason=%s",
+             (unsigned long long)c->id, c->addr, keel_log_quote(q, sizeof q, msg, strlen(msg)));
+    resp_w_errorf(&c->out, "ERR %s", msg);
+    rserver_close_after_reply(c);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    client *c = stream->data;
+    rserver *rs = c->rs;
+    if (nread < 0) {
+        client_close(c);
+        return;
+    }
+    /* One clock read per batch: every command parsed from it sees the same
+     * time, as redis-server's command time snapshot does. */
+    c->last_ms = keel_wall_ms();
+    size_t off = 0, len = (size_t)nread;
+    while (off < len && !c->close_after_flush) {
+        size_t used = 0;
+        int rc = resp_req_feed(c->parser, buf->base + off, len - off, &used);
+        off += used;
+        if (rc == 1) {
+            rs->stats.total_commands++;
+            rs->ops->dispatch(rs->arg, c, resp_req_argc(c->parser), resp_req_argv(c->parser),
+                              resp_req_argvlen(c->parser));
+            continue;
+        }
+        if (rc == KEEL_EAGAIN) break;
+        protocol_error(c, rc == KEEL_EPROTO ? resp_req_error(c->parser)
+                                            : "out of memory reading request");
+    }
+    if (c->out.len || c->close_after_flush) client_mark_pending(c);
+    if (c->close_after_flush || c->out.len + c->wbuf.len > rs->cfg.max_output) {
+        uv_read_stop(stream); /* back-pressure: resume when the backlog drains */
+        c->reading = 0;
+    }
+}
+
+static void peer_name(client *c) {
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    char ip[48] = "?";
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) != 0) return;
+    uv_ip_name((struct sockaddr *)&ss, ip, sizeof ip);
+    int port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(c->addr, sizeof c->addr, "%s:%d", ip, port);
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+    rserver *rs = listener->data;
+    if (status < 0 || rs->stopping) return;
+    client *c = calloc(1, sizeof *c);
+    if (!c) return;
+    uv_tcp_init(rs->loop, &c->tcp);
+    c->tcp.data = c;
+    c->rs = rs;
+    rs->refs++;
+    rs->stats.clients++;
+    c->next = rs->clients;
+    if (rs->clients) rs->clients->prev = c;
+    rs->clients = c;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
+        client_close(c);
+        return;
+    }
+    c->id = ++rs->next_client_id;
+    c->proto = 2;
+    c->authed = !rs->cfg.auth_required;
+    c->created_ms = c->last_ms = keel_wall_ms();
+    peer_name(c);
+    if (rs->stats.clients > (size_t)rs->cfg.maxclients) {
+        rs->stats.rejected_connections++;
+        resp_w_error(&c->out, "ERR max number of clients reached");
+        rserver_close_after_reply(c);
+        client_mark_pending(c);
+        return;
+    }
+    rs->stats.total_connections++;
+    if (!(c->parser = resp_req_new(&rs->cfg.limits))) {
+        client_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    client_read_start(c);
+}
+
+/* ---- The turn ------------------------------------------------------------ */
+
+static void on_turn_end(uv_check_t *h) {
+    rserver *rs = h->data;
+    if (rs->ops->before_flush && rs->ops->before_flush(rs->arg)) return;
+    client *c = rs->pending;
+    rs->pending = NULL;
+    while (c) {
+        client *next = c->next_pending;
+        c->pending = 0;
+        c->next_pending = NULL;
+        client_flush(c);
+        c = next;
+    }
+}
+
+void rserver_flush_now(rserver *rs) {
+    on_turn_end(&rs->turn_end);
+}
+
+/* ---- Life cycle ---------------------------------------------------------- */
+
+int rserver_start(uv_loop_t *loop, const rserver_config *cfg, const rserver_ops *ops, void *arg,
+                  rserver **out, char *err, size_t errcap) {
+    struct sockaddr_storage addr;
+    int rc = uv_ip4_addr(cfg->bind, cfg->port, (struct sockaddr_in *)&addr);
+    if (rc) rc = uv_ip6_addr(cfg->bind, cfg->port, (struct sockaddr_in6 *)&addr);
+    if (rc) {
+        snprintf(err, errcap, "bad bind address %s", cfg->bind);
+        return KEEL_EINVAL;
+    }
+    rserver *rs = calloc(1, sizeof *rs);
+    if (!rs) return KEEL_ENOMEM;
+    rs->loop = loop;
+    rs->cfg = *cfg;
+    snprintf(rs->bind, sizeof rs->bind, "%s", cfg->bind);
+    rs->cfg.bind = rs->bind;
+    rs->ops = ops;
+    rs->arg = arg;
+    uv_tcp_init(loop, &rs->listener);
+    rs->listener.data = rs;
+    rs->refs = 1;
+    if ((rc = uv_tcp_bind(&rs->listener, (struct sockaddr *)&addr, 0)) ||
+        (rc = uv_listen((uv_stream_t *)&rs->listener, 511, on_connection))) {
+        snprintf(err, errcap, "cannot listen on %s:%d: %s", cfg->bind, cfg->port, uv_strerror(rc));
+        rs->stopping = 1;
+        uv_close((uv_handle_t *)&rs->listener, on_handle_closed);
+        return KEEL_EIO;
+    }
+    uv_check_init(loop, &rs->turn_end);
+    rs->turn_end.data = rs;
+    rs->refs++;
+    uv_check_start(&rs->turn_end, on_turn_end);
+    *out = rs;
+    return 0;
+}
+
+void rserver_stop(rserver *rs) {
+    if (!rs || rs->stopping) return;
+    rs->stopping = 1;
+    for (client *c = rs->clients; c; c = c->next)
+        client_close(c);
+    uv_close((uv_handle_t *)&rs->listener, on_handle_closed);
+    uv_close((uv_handle_t *)&rs->turn_end, on_handle_closed);
+}
+
+void rserver_get_stats(const rserver *rs, rserver_stats *out) {
+    if (rs)
+        *out = rs->stats;
+    else
+        memset(out, 0, sizeof *out);
+}
