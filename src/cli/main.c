@@ -7,7 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
-int demo_main(int argc, char **argv, const char *self); /* demo.c */
+int demo_main(int argc, char **argv, const char *self);       /* demo.c */
+int coord_main(int argc, char **argv, const char *self);      /* coord_main.c */
+int status_main(int argc, char **argv, const char *self);     /* admin.c */
+int nodes_main(int argc, char **argv, const char *self);      /* admin.c */
+int partitions_main(int argc, char **argv, const char *self); /* admin.c */
+int plan_main(int argc, char **argv, const char *self);       /* plan.c */
 
 static int node_main(int argc, char **argv, const char *self) {
     node_config cfg;
@@ -31,6 +36,11 @@ static const struct {
 } subcommands[] = {
     {"node", node_main, "run a data node (keel node --help)"},
     {"demo", demo_main, "start a node, load sample keys, show how to connect"},
+    {"plan", plan_main, "dry-run the rebalance planner on a model file (keel plan --help)"},
+    {"coord", coord_main, "run the coordinator, or create a cluster with --init"},
+    {"status", status_main, "cluster status from the coordinator (--coord HOST:PORT [--json])"},
+    {"nodes", nodes_main, "nodes known to the coordinator"},
+    {"partitions", partitions_main, "partitions, owners and epochs [--node ID]"},
 };
 
 static void usage(FILE *f) {

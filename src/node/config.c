@@ -19,6 +19,7 @@ void node_config_default(node_config *c) {
     c->max_output = 64u << 20;
     resp_limits_default(&c->limits);
     c->log_level = KEEL_LOG_INFO;
+    c->capacity = 1;
 }
 
 static int parse_ll(const char *s, long long lo, long long hi, long long *out) {
@@ -124,6 +125,39 @@ static int f_loglevel(node_config *c, const char *v, char *e, size_t n) {
     }
     return 0;
 }
+static int f_coord(node_config *c, const char *v, char *e, size_t n) {
+    const char *colon = strrchr(v, ':');
+    long long port;
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->coord_host ||
+        parse_ll(colon + 1, 1, 65535, &port)) {
+        snprintf(e, n, "--coord must be HOST:PORT, got '%s'", v);
+        return KEEL_EINVAL;
+    }
+    memcpy(c->coord_host, v, (size_t)(colon - v));
+    c->coord_host[colon - v] = 0;
+    c->coord_port = (int)port;
+    return 0;
+}
+static int f_secret(node_config *c, const char *v, char *e, size_t n) {
+    return set_str(c->secret_file, sizeof c->secret_file, "--secret-file", v, e, n);
+}
+static int f_rack(node_config *c, const char *v, char *e, size_t n) {
+    if (strpbrk(v, " \t\r\n")) {
+        snprintf(e, n, "--rack must not contain spaces");
+        return KEEL_EINVAL;
+    }
+    return set_str(c->rack, sizeof c->rack, "--rack", v, e, n);
+}
+static int f_capacity(node_config *c, const char *v, char *e, size_t n) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0) || x > 1e9) {
+        snprintf(e, n, "--capacity must be a number >= 0, got '%s'", v);
+        return KEEL_EINVAL;
+    }
+    c->capacity = x;
+    return 0;
+}
 static int f_max_bulk(node_config *c, const char *v, char *e, size_t n) {
     return set_size(&c->limits.max_bulk, "--max-bulk", v, e, n);
 }
@@ -158,6 +192,10 @@ static const struct {
     {"--max-query", f_max_query},
     {"--max-output", f_max_output},
     {"--log-level", f_loglevel},
+    {"--coord", f_coord},
+    {"--secret-file", f_secret},
+    {"--rack", f_rack},
+    {"--capacity", f_capacity},
 };
 
 int node_config_parse(node_config *c, int argc, char **argv, char *err, size_t cap) {
@@ -191,10 +229,14 @@ int node_config_parse(node_config *c, int argc, char **argv, char *err, size_t c
     }
     if (!c->port) return snprintf(err, cap, "--port is required"), KEEL_EINVAL;
     if (!c->dir[0]) return snprintf(err, cap, "--dir is required"), KEEL_EINVAL;
-    if (c->own_all && c->map_file[0])
-        return snprintf(err, cap, "--own all and --map are mutually exclusive"), KEEL_EINVAL;
-    if (!c->own_all && !c->map_file[0])
-        return snprintf(err, cap, "give --own all or --map FILE"), KEEL_EINVAL;
+    int modes = c->own_all + (c->map_file[0] != 0) + (c->coord_port != 0);
+    if (modes > 1)
+        return snprintf(err, cap, "--own all, --map and --coord are mutually exclusive"),
+               KEEL_EINVAL;
+    if (!modes)
+        return snprintf(err, cap, "give --own all, --map FILE or --coord HOST:PORT"), KEEL_EINVAL;
+    if (c->coord_port && !c->secret_file[0])
+        return snprintf(err, cap, "--coord needs --secret-file (the cluster secret)"), KEEL_EINVAL;
     if (c->map_file[0] && !c->id[0])
         return snprintf(err, cap, "--map needs --id naming this node in the map"), KEEL_EINVAL;
     if (c->metrics_port && c->metrics_port == c->port)
@@ -204,7 +246,9 @@ int node_config_parse(node_config *c, int argc, char **argv, char *err, size_t c
 }
 
 const char *node_config_usage(void) {
-    return "usage: keel node --port N --dir DIR (--own all | --map FILE --id ID) [options]\n"
+    return "usage: keel node --port N --dir DIR (--own all | --map FILE --id ID |\n"
+           "                 --coord HOST:PORT --secret-file FILE [--id ID]) [options]\n"
+           "  --rack R, --capacity C      with --coord: placement hints (capacity default 1)\n"
            "  --fsync always|everysec|no  WAL sync policy (default always: group commit)\n"
            "  --bind ADDR                 listen address (default 127.0.0.1)\n"
            "  --announce-host HOST        address clients are redirected to (default --bind)\n"

@@ -14,21 +14,26 @@
 #include "store/store.h"
 
 typedef struct node_config {
-    int port;                /* client port (required) */
-    char bind[64];           /* listen address, default 127.0.0.1 */
-    char announce_host[64];  /* address put in -MOVED/CLUSTER output; default = bind */
-    char dir[PATH_MAX];      /* data directory (required) */
-    int own_all;             /* --own all */
-    char map_file[PATH_MAX]; /* --map FILE */
-    char id[65];             /* --id; generated and persisted when empty */
-    unsigned partitions;     /* --partitions, for --own all; default 1024 */
-    store_fsync fsync;       /* --fsync */
-    int metrics_port;        /* --metrics-port, 0 = off */
-    char requirepass[256];   /* --requirepass, "" = none */
-    int maxclients;          /* --maxclients, default 10000 */
-    size_t max_output;       /* per-client output backlog before reads pause */
-    resp_limits limits;      /* --max-bulk, --max-args, --max-query */
-    int log_level;           /* --log-level */
+    int port;               /* client port (required) */
+    char bind[64];          /* listen address, default 127.0.0.1 */
+    char announce_host[64]; /* address put in -MOVED/CLUSTER output; default = bind */
+    char dir[PATH_MAX];     /* data directory (required) */
+    int own_all;            /* --own all */
+    char coord_host[256];   /* --coord HOST:PORT: join a cluster */
+    int coord_port;
+    char secret_file[PATH_MAX]; /* --secret-file, with --coord */
+    char rack[65];              /* --rack, with --coord */
+    double capacity;            /* --capacity, with --coord (default 1) */
+    char map_file[PATH_MAX];    /* --map FILE */
+    char id[65];                /* --id; generated and persisted when empty */
+    unsigned partitions;        /* --partitions, for --own all; default 1024 */
+    store_fsync fsync;          /* --fsync */
+    int metrics_port;           /* --metrics-port, 0 = off */
+    char requirepass[256];      /* --requirepass, "" = none */
+    int maxclients;             /* --maxclients, default 10000 */
+    size_t max_output;          /* per-client output backlog before reads pause */
+    resp_limits limits;         /* --max-bulk, --max-args, --max-query */
+    int log_level;              /* --log-level */
 } node_config;
 
 void node_config_default(node_config *c);

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "node/cluster.h"
 #include "node/cmd.h"
 #include "node/http.h"
 
@@ -75,12 +76,13 @@ static void on_signal(uv_signal_t *sig, int signum) {
     rserver_stats st;
     rserver_get_stats(s->rs, &st);
     keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s clients=%zu", strsignal(signum), st.clients);
-    rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
+    if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
+    node_cluster_stop(s, 1); /* tells the coordinator at once: no timeout */
     http_stop(s->http);
     s->http = NULL;
-    uv_close((uv_handle_t *)&s->sweep_timer, NULL);
-    uv_close((uv_handle_t *)&s->second_timer, NULL);
+    if (s->sweep_timer.data) uv_close((uv_handle_t *)&s->sweep_timer, NULL);
+    if (s->second_timer.data) uv_close((uv_handle_t *)&s->second_timer, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
 }
@@ -201,7 +203,8 @@ static int server_open(server *s, char *err, size_t cap) {
     if (rc) return rc;
     if ((rc = load_node_id(s, err, cap))) return rc;
     keel_map m;
-    if ((rc = load_map(s, &m, err, cap))) return rc;
+    rc = s->cfg.coord_port ? node_cluster_start(s, &m, err, cap) : load_map(s, &m, err, cap);
+    if (rc) return rc;
     if ((rc = check_partitions(s, m.partitions, err, cap))) {
         keel_map_close(&m);
         return rc;
@@ -226,18 +229,22 @@ static int server_listen(server *s, char *err, size_t cap) {
     return rserver_start(s->loop, &rc, &node_ops, s, &s->rs, err, cap);
 }
 
-static void server_start_handles(server *s) {
+/* Signals first: a node waiting for its first map must still stop cleanly. */
+static void server_start_signals(server *s) {
+    uv_signal_init(s->loop, &s->sigint);
+    uv_signal_init(s->loop, &s->sigterm);
+    s->sigint.data = s->sigterm.data = s;
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+}
+
+static void server_start_timers(server *s) {
     uv_timer_init(s->loop, &s->sweep_timer);
     s->sweep_timer.data = s;
     uv_timer_start(&s->sweep_timer, on_sweep, SWEEP_INTERVAL_MS, SWEEP_INTERVAL_MS);
     uv_timer_init(s->loop, &s->second_timer);
     s->second_timer.data = s;
     uv_timer_start(&s->second_timer, on_second, 1000, 1000);
-    uv_signal_init(s->loop, &s->sigint);
-    uv_signal_init(s->loop, &s->sigterm);
-    s->sigint.data = s->sigterm.data = s;
-    uv_signal_start(&s->sigint, on_signal, SIGINT);
-    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 }
 
 int server_run(const node_config *cfg) {
@@ -254,15 +261,20 @@ int server_run(const node_config *cfg) {
     if (getrandom(r, sizeof r, 0) == (ssize_t)sizeof r)
         for (int i = 0; i < 20; i++)
             snprintf(s->runid + 2 * i, 3, "%02x", r[i]);
+    kbuf_init(&s->first_map);
+    server_start_signals(s);
     if (server_open(s, err, sizeof err) || server_listen(s, err, sizeof err)) goto fail;
     if (cfg->metrics_port && http_start(s->loop, cfg->bind, cfg->metrics_port, node_render_metrics,
                                         s, &s->http, err, sizeof err))
         goto fail;
-    server_start_handles(s);
+    server_start_timers(s);
     keel_log(KEEL_LOG_INFO, "listen",
              "id=%s addr=%s:%d fsync=%s partitions=%u owned=%s keys=%llu metrics_port=%d",
              s->cfg.id, cfg->bind, cfg->port, store_fsync_name(cfg->fsync),
-             ptable_partitions(s->pt), cfg->own_all ? "all" : "map",
+             ptable_partitions(s->pt),
+             cfg->own_all      ? "all"
+             : cfg->coord_port ? "coord"
+                               : "map",
              (unsigned long long)store_total_keys(s->st), cfg->metrics_port);
     uv_run(s->loop, UV_RUN_DEFAULT);
     status = 0;
@@ -271,8 +283,14 @@ fail:
     fprintf(stderr, "keel node: %s\n", err);
     keel_log(KEEL_LOG_ERROR, "startup_failed", "reason=\"%s\"", err);
     rserver_stop(s->rs);
+    node_cluster_stop(s, 0);
+    if (!s->stopping) {
+        uv_close((uv_handle_t *)&s->sigint, NULL);
+        uv_close((uv_handle_t *)&s->sigterm, NULL);
+    }
     uv_run(s->loop, UV_RUN_NOWAIT);
 done:
+    kbuf_close(&s->first_map);
     store_free(s->st);
     ptable_free(s->pt);
     metrics_free(s->mx);

@@ -22,6 +22,7 @@
 #include "store/store.h"
 
 typedef struct http_server http_server;
+typedef struct coordlink coordlink;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -39,6 +40,9 @@ typedef struct server {
     uint64_t last_fsync_us;
     int stopping;
     char runid[41];
+    coordlink *link; /* --coord: the link to the coordinator */
+    kbuf first_map;  /* --coord: the first map, before the table exists */
+    int have_first_map;
 } server;
 
 /* Opens the store, builds the partition table, binds the ports and runs the

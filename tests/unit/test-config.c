@@ -57,7 +57,7 @@ static void config_defaults(void **st) {
 static void config_bad(void **st) {
     struct {
         int argc;
-        const char *argv[8];
+        const char *argv[10];
         const char *needle;
     } cases[] = {
         {6, {"--port", "abc", "--dir", "d", "--own", "all"}, "--port"},
@@ -68,7 +68,12 @@ static void config_bad(void **st) {
         {7, {"--port", "1", "--dir", "d", "--own", "all", "--bogus"}, "unknown flag"},
         {6, {"--port", "1", "--dir", "d", "--own", "some"}, "--own"},
         {8, {"--port", "1", "--dir", "d", "--own", "all", "--map", "f"}, "mutually exclusive"},
-        {4, {"--port", "1", "--dir", "d"}, "--own all or --map"},
+        {4, {"--port", "1", "--dir", "d"}, "--own all, --map FILE or --coord"},
+        {6, {"--port", "1", "--dir", "d", "--coord", "h:1"}, "--secret-file"},
+        {6, {"--port", "1", "--dir", "d", "--coord", "nocolon"}, "HOST:PORT"},
+        {10,
+         {"--port", "1", "--dir", "d", "--coord", "h:1", "--secret-file", "s", "--capacity", "-1"},
+         "--capacity"},
         {6, {"--port", "1", "--dir", "d", "--map", "f"}, "--id"},
         {7, {"--port", "1", "--dir", "d", "--own", "all", "--fsync"}, "needs a value"},
         {8, {"--port", "1", "--dir", "d", "--own", "all", "--partitions", "1000"}, "power of two"},

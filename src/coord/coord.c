@@ -1,0 +1,406 @@
+/* coord.c - the coordinator process: flags, --init, start-up, membership and
+ * bootstrap placement (DESIGN.md §7). Commands live in coord_cmd.c.
+ *
+ * Start-up: open the map store (never created here: --init does that), bump
+ * the term durably before anything is sent (invariant I3), load the secret,
+ * then listen. Membership: a node is UP while it heartbeats; SUSPECT after
+ * node_suspect_after_ms of silence; DOWN after node_dead_after_ms, or at once
+ * when it says KEEL.LEAVE on a graceful stop. Every state change goes through
+ * the map store, which bumps the map version, so nodes learn of it with their
+ * next heartbeat reply. Placement: once the first node has registered and
+ * bootstrap_wait_ms has passed, every unowned partition goes to the least
+ * utilised UP node (partitions per unit of capacity), in one transaction.
+ */
+#include "coord/coord_int.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "node/http.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const setting_def coord_settings[] = {
+    {"heartbeat_ms", "1000", "how often nodes heartbeat"},
+    {"node_suspect_after_ms", "3000", "silence before a node is SUSPECT (3 heartbeats)"},
+    {"node_dead_after_ms", "300000", "silence before a node is DOWN"},
+    {"bootstrap_wait_ms", "2000", "wait after the first node registers before placing"},
+    {NULL, NULL, NULL},
+};
+
+long long coord_setting_ll(coord *co, const char *name) {
+    mapstore_setting st;
+    const char *v = NULL;
+    if (mapstore_setting_get(co->ms, name, &st) == 0) v = st.value;
+    for (const setting_def *d = coord_settings; !v && d->name; d++)
+        if (!strcmp(d->name, name)) v = d->def;
+    return v ? atoll(v) : 0;
+}
+
+/* ---- Flags --------------------------------------------------------------- */
+
+void coord_config_default(coord_config *c) {
+    memset(c, 0, sizeof *c);
+    c->partitions = 1024;
+    snprintf(c->bind, sizeof c->bind, "127.0.0.1");
+    c->log_level = KEEL_LOG_INFO;
+}
+
+static int int_arg(const char *flag, const char *v, long lo, long hi, long *out, char *err,
+                   size_t cap) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        snprintf(err, cap, "%s must be an integer from %ld to %ld, got '%s'", flag, lo, hi, v);
+        return KEEL_EINVAL;
+    }
+    *out = x;
+    return 0;
+}
+
+int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t cap) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--init")) {
+            c->init = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            snprintf(err, cap, "%s: unknown flag or missing value", a);
+            return KEEL_EINVAL;
+        }
+        const char *v = argv[++i];
+        long x;
+        if (!strcmp(a, "--dir")) {
+            if (!*v || strlen(v) >= sizeof c->dir)
+                return snprintf(err, cap, "bad --dir"), KEEL_EINVAL;
+            snprintf(c->dir, sizeof c->dir, "%s", v);
+        } else if (!strcmp(a, "--port")) {
+            if (int_arg(a, v, 1, 65535, &x, err, cap)) return KEEL_EINVAL;
+            c->port = (int)x;
+        } else if (!strcmp(a, "--http-port")) {
+            if (int_arg(a, v, 1, 65535, &x, err, cap)) return KEEL_EINVAL;
+            c->http_port = (int)x;
+        } else if (!strcmp(a, "--partitions")) {
+            if (int_arg(a, v, 16, 16384, &x, err, cap) || (x & (x - 1))) {
+                snprintf(err, cap, "--partitions must be a power of two from 16 to 16384");
+                return KEEL_EINVAL;
+            }
+            c->partitions = (unsigned)x;
+        } else if (!strcmp(a, "--bind")) {
+            snprintf(c->bind, sizeof c->bind, "%s", v);
+        } else if (!strcmp(a, "--requirepass")) {
+            snprintf(c->requirepass, sizeof c->requirepass, "%s", v);
+        } else if (!strcmp(a, "--log-level")) {
+            if (keel_log_parse_level(v, &c->log_level))
+                return snprintf(err, cap, "bad --log-level '%s'", v), KEEL_EINVAL;
+        } else {
+            snprintf(err, cap, "unknown flag '%s' (see keel coord --help)", a);
+            return KEEL_EINVAL;
+        }
+    }
+    if (!c->dir[0]) return snprintf(err, cap, "--dir is required"), KEEL_EINVAL;
+    if (!c->init && !c->port) return snprintf(err, cap, "--port is required"), KEEL_EINVAL;
+    if (c->http_port && c->http_port == c->port)
+        return snprintf(err, cap, "--http-port must differ from --port"), KEEL_EINVAL;
+    return 0;
+}
+
+const char *coord_usage(void) {
+    return "usage: keel coord --init --dir DIR [--partitions P]   create a cluster\n"
+           "       keel coord --dir DIR --port N [--http-port H] [--requirepass PW]\n"
+           "                  [--bind ADDR] [--log-level L]\n";
+}
+
+static void paths(const coord_config *c, char *db, char *secret, size_t cap) {
+    snprintf(db, cap, "%s/map.db", c->dir);
+    snprintf(secret, cap, "%s/cluster.secret", c->dir);
+}
+
+/* ---- --init -------------------------------------------------------------- */
+
+int coord_init(const coord_config *c) {
+    char db[PATH_MAX + 16], sec[PATH_MAX + 16], err[MAPSTORE_ERR_MAX + PATH_MAX];
+    paths(c, db, sec, sizeof db);
+    if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "keel coord: cannot create %s: %s\n", c->dir, strerror(errno));
+        return 1;
+    }
+    struct stat st;
+    if (stat(sec, &st) == 0) {
+        fprintf(stderr, "keel coord: %s exists: this directory already holds a cluster\n", sec);
+        return 1;
+    }
+    mapstore *ms = NULL;
+    if (mapstore_sqlite_create(db, c->partitions, keel_wall_ms(), &ms, err, sizeof err)) {
+        fprintf(stderr, "keel coord: %s\n", err);
+        return 1;
+    }
+    peerauth_secret s;
+    int rc = peerauth_secret_generate(&s);
+    if (rc == 0) rc = peerauth_secret_write(sec, &s, err, sizeof err);
+    peerauth_secret_wipe(&s);
+    if (rc) {
+        fprintf(stderr, "keel coord: %s\n", rc == KEEL_EIO && !err[0] ? "no randomness" : err);
+        mapstore_free(ms);
+        unlink(db);
+        return 1;
+    }
+    printf("created cluster %s with %u partitions in %s\nsecret: %s (give it to every node)\n",
+           mapstore_cluster_id(ms), c->partitions, c->dir, sec);
+    keel_log(KEEL_LOG_INFO, "cluster_created", "cluster=%s partitions=%u dir=%s",
+             mapstore_cluster_id(ms), c->partitions, c->dir);
+    mapstore_free(ms);
+    return 0;
+}
+
+/* ---- Membership ---------------------------------------------------------- */
+
+member *coord_member(coord *co, const char *id, int create) {
+    for (size_t i = 0; i < co->nmembers; i++)
+        if (!strcmp(co->members[i].id, id)) return &co->members[i];
+    if (!create) return NULL;
+    member *m = realloc(co->members, (co->nmembers + 1) * sizeof *m);
+    if (!m) return NULL;
+    co->members = m;
+    m = &co->members[co->nmembers++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->id, sizeof m->id, "%s", id);
+    return m;
+}
+
+static void set_state(coord *co, const mapstore_node *n, mapstore_node_state to, const char *why) {
+    if (n->state == to) return;
+    if (mapstore_node_set_state(co->ms, n->id, to)) {
+        keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s error=\"%s\"", n->id,
+                 mapstore_errmsg(co->ms));
+        return;
+    }
+    keel_log(to == MAPSTORE_NODE_UP ? KEEL_LOG_INFO : KEEL_LOG_WARN, "node_state",
+             "node=%s from=%s to=%s reason=%s version=%llu", n->id,
+             mapstore_node_state_name(n->state), mapstore_node_state_name(to), why,
+             (unsigned long long)mapstore_version(co->ms));
+}
+
+/* UP -> SUSPECT -> DOWN by silence. A coordinator that just started gives
+ * every node a full suspect period from its own start. */
+static void check_members(coord *co, int64_t now) {
+    mapstore_node *nodes = NULL;
+    size_t n = 0;
+    if (mapstore_node_list(co->ms, &nodes, &n)) return;
+    int64_t suspect = coord_setting_ll(co, "node_suspect_after_ms");
+    int64_t dead = coord_setting_ll(co, "node_dead_after_ms");
+    for (size_t i = 0; i < n; i++) {
+        const mapstore_node *nd = &nodes[i];
+        if (nd->state != MAPSTORE_NODE_UP && nd->state != MAPSTORE_NODE_SUSPECT) continue;
+        member *m = coord_member(co, nd->id, 0);
+        int64_t last = m && m->last_hb_ms ? m->last_hb_ms : co->start_ms;
+        if (now - last > dead)
+            set_state(co, nd, MAPSTORE_NODE_DOWN, "silent");
+        else if (now - last > suspect)
+            set_state(co, nd, MAPSTORE_NODE_SUSPECT, "missed-heartbeats");
+    }
+    free(nodes);
+}
+
+static void on_member_timer(uv_timer_t *t) {
+    coord *co = t->data;
+    int64_t now = keel_wall_ms();
+    check_members(co, now);
+    coord_maybe_place(co, now);
+}
+
+/* ---- Placement ----------------------------------------------------------- */
+
+void coord_maybe_place(coord *co, int64_t now) {
+    if (!co->first_register_ms ||
+        now - co->first_register_ms < coord_setting_ll(co, "bootstrap_wait_ms"))
+        return;
+    mapstore_partition *parts = NULL;
+    mapstore_node *nodes = NULL;
+    size_t np = 0, nn = 0, nup = 0, unowned = 0;
+    if (mapstore_partition_list(co->ms, &parts, &np) || mapstore_node_list(co->ms, &nodes, &nn))
+        goto done;
+    for (size_t i = 0; i < np; i++)
+        unowned += parts[i].owner[0] == 0;
+    if (!unowned) goto done;
+    /* Least utilised first: partitions per unit of capacity. */
+    double *load = calloc(nn, sizeof *load);
+    mapstore_placement *pl = calloc(unowned, sizeof *pl);
+    if (!load || !pl) goto out;
+    for (size_t i = 0; i < np; i++)
+        for (size_t k = 0; k < nn; k++)
+            if (!strcmp(parts[i].owner, nodes[k].id)) load[k] += 1;
+    for (size_t k = 0; k < nn; k++)
+        nup += nodes[k].state == MAPSTORE_NODE_UP && nodes[k].capacity > 0;
+    if (!nup) goto out;
+    size_t m = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (parts[i].owner[0]) continue;
+        size_t best = nn;
+        for (size_t k = 0; k < nn; k++) {
+            if (nodes[k].state != MAPSTORE_NODE_UP || nodes[k].capacity <= 0) continue;
+            if (best == nn || load[k] / nodes[k].capacity < load[best] / nodes[best].capacity)
+                best = k;
+        }
+        load[best] += 1;
+        pl[m++] = (mapstore_placement){parts[i].id, nodes[best].id};
+    }
+    uint64_t version;
+    if (mapstore_partition_place(co->ms, pl, m, &version))
+        keel_log(KEEL_LOG_ERROR, "placement_failed", "error=\"%s\"", mapstore_errmsg(co->ms));
+    else
+        keel_log(KEEL_LOG_INFO, "placement", "partitions=%zu nodes=%zu version=%llu", m, nup,
+                 (unsigned long long)version);
+out:
+    free(load);
+    free(pl);
+done:
+    free(parts);
+    free(nodes);
+}
+
+/* ---- The map as JSON ----------------------------------------------------- */
+
+const kbuf *coord_map_json(coord *co) {
+    uint64_t v = mapstore_version(co->ms);
+    if (co->map_json.len && co->map_json_version == v) return &co->map_json;
+    mapstore_partition *parts = NULL;
+    mapstore_node *nodes = NULL;
+    size_t np = 0, nn = 0;
+    if (mapstore_partition_list(co->ms, &parts, &np) || mapstore_node_list(co->ms, &nodes, &nn)) {
+        free(parts);
+        return NULL;
+    }
+    kbuf *b = &co->map_json;
+    b->len = 0;
+    kbuf_printf(b, "{\"version\":%llu,\"term\":%llu,\"partitions\":%zu,\"nodes\":[",
+                (unsigned long long)v, (unsigned long long)co->term, np);
+    for (size_t k = 0, first = 1; k < nn; k++) {
+        if (nodes[k].state == MAPSTORE_NODE_REMOVED) continue;
+        kbuf_printf(b, "%s{\"id\":\"%s\",\"addr\":\"%s:%d\"}", first ? "" : ",", nodes[k].id,
+                    nodes[k].host, nodes[k].port);
+        first = 0;
+    }
+    kbuf_appendstr(b, "],\"owners\":[");
+    int first = 1;
+    for (size_t i = 0; i < np;) { /* runs of one owner at one epoch */
+        size_t j = i + 1;
+        while (j < np && !strcmp(parts[j].owner, parts[i].owner) &&
+               parts[j].epoch == parts[i].epoch)
+            j++;
+        if (parts[i].owner[0]) {
+            kbuf_printf(b, "%s{\"first\":%zu,\"last\":%zu,\"node\":\"%s\",\"epoch\":%llu}",
+                        first ? "" : ",", i, j - 1, parts[i].owner,
+                        (unsigned long long)parts[i].epoch);
+            first = 0;
+        }
+        i = j;
+    }
+    kbuf_appendstr(b, "]}");
+    co->map_json_version = v;
+    free(parts);
+    free(nodes);
+    return b;
+}
+
+/* ---- Run ----------------------------------------------------------------- */
+
+static void on_signal(uv_signal_t *sig, int signum) {
+    coord *co = sig->data;
+    if (co->stopping) return;
+    co->stopping = 1;
+    keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s", strsignal(signum));
+    rserver_flush_now(co->rs);
+    rserver_stop(co->rs);
+    http_stop(co->http);
+    co->http = NULL;
+    uv_close((uv_handle_t *)&co->member_timer, NULL);
+    uv_close((uv_handle_t *)&co->sigint, NULL);
+    uv_close((uv_handle_t *)&co->sigterm, NULL);
+}
+
+static const rserver_ops coord_ops = {.dispatch = coord_dispatch, .on_close = coord_conn_closed};
+
+static int coord_open(coord *co, char *err, size_t cap) {
+    char db[PATH_MAX + 16], sec[PATH_MAX + 16];
+    paths(&co->cfg, db, sec, sizeof db);
+    int rc = mapstore_sqlite_open(db, NULL, &co->ms, err, cap);
+    if (rc == KEEL_ENOTFOUND) {
+        snprintf(err, cap, "no cluster in %s (create one with keel coord --init --dir %s)",
+                 co->cfg.dir, co->cfg.dir);
+        return rc;
+    }
+    if (rc) return rc;
+    if ((rc = peerauth_secret_load(sec, &co->secret, err, cap))) return rc;
+    if ((rc = mapstore_bump_term(co->ms, &co->term))) {
+        snprintf(err, cap, "cannot record the new term: %s", mapstore_errmsg(co->ms));
+        return rc;
+    }
+    co->partitions = mapstore_partitions(co->ms);
+    co->parts = calloc(co->partitions, sizeof *co->parts);
+    if (!co->parts) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
+    /* Owned partitions mean the cluster was bootstrapped already. */
+    mapstore_partition p;
+    if (mapstore_partition_get(co->ms, 0, &p) == 0 && p.owner[0]) co->first_register_ms = 1;
+    return 0;
+}
+
+int coord_run(const coord_config *cfg) {
+    char err[MAPSTORE_ERR_MAX + PATH_MAX] = "";
+    coord *co = calloc(1, sizeof *co);
+    if (!co) return 1;
+    co->cfg = *cfg;
+    co->loop = uv_default_loop();
+    co->start_ms = keel_wall_ms();
+    kbuf_init(&co->map_json);
+    keel_log_set_level(cfg->log_level);
+    signal(SIGPIPE, SIG_IGN);
+    int status = 1;
+    if (coord_open(co, err, sizeof err)) goto fail;
+    rserver_config rc = {.bind = cfg->bind,
+                         .port = cfg->port,
+                         .maxclients = 10000,
+                         .max_output = 64u << 20,
+                         .auth_required = cfg->requirepass[0] != 0};
+    resp_limits_default(&rc.limits);
+    rc.limits.max_bulk = 64u << 20;
+    if (rserver_start(co->loop, &rc, &coord_ops, co, &co->rs, err, sizeof err)) goto fail;
+    if (cfg->http_port && http_start(co->loop, cfg->bind, cfg->http_port, coord_render_metrics, co,
+                                     &co->http, err, sizeof err))
+        goto fail;
+    uv_timer_init(co->loop, &co->member_timer);
+    co->member_timer.data = co;
+    uv_timer_start(&co->member_timer, on_member_timer, 500, 500);
+    uv_signal_init(co->loop, &co->sigint);
+    uv_signal_init(co->loop, &co->sigterm);
+    co->sigint.data = co->sigterm.data = co;
+    uv_signal_start(&co->sigint, on_signal, SIGINT);
+    uv_signal_start(&co->sigterm, on_signal, SIGTERM);
+    keel_log(KEEL_LOG_INFO, "coord_listen",
+             "cluster=%s addr=%s:%d term=%llu version=%llu partitions=%u http_port=%d",
+             mapstore_cluster_id(co->ms), cfg->bind, cfg->port, (unsigned long long)co->term,
+             (unsigned long long)mapstore_version(co->ms), co->partitions, cfg->http_port);
+    uv_run(co->loop, UV_RUN_DEFAULT);
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "keel coord: %s\n", err);
+    keel_log(KEEL_LOG_ERROR, "startup_failed", "reason=\"%s\"", err);
+    rserver_stop(co->rs);
+    uv_run(co->loop, UV_RUN_NOWAIT);
+done:
+    mapstore_free(co->ms);
+    peerauth_secret_wipe(&co->secret);
+    free(co->members);
+    free(co->parts);
+    kbuf_close(&co->map_json);
+    uv_loop_close(co->loop);
+    free(co);
+    return status;
+}

@@ -1,0 +1,43 @@
+/* coord.h - `keel coord`: the control plane (DESIGN.md §7, §9).
+ *
+ * The coordinator is the only durable authority for the cluster map. It keeps
+ * the map in a mapstore (SQLite), authenticates peers with the cluster
+ * secret (core/peerauth), tracks membership from heartbeats, places
+ * partitions when the first nodes join, and serves admin commands (STATUS,
+ * NODES, PARTITIONS) to operators over RESP on the same port.
+ *
+ * On-disk layout of --dir:
+ *   map.db          the map store (mapstore_sqlite)
+ *   cluster.secret  32 random bytes as hex, mode 0600 (peerauth)
+ *
+ * Threads: one libuv loop thread.
+ */
+#ifndef KEEL_COORD_H
+#define KEEL_COORD_H
+
+#include <limits.h>
+#include <stddef.h>
+
+typedef struct coord_config {
+    char dir[PATH_MAX];
+    int init;              /* --init: create a cluster and exit */
+    unsigned partitions;   /* --partitions, with --init (default 1024) */
+    int port;              /* --port */
+    int http_port;         /* --http-port, 0 = off */
+    char bind[64];         /* --bind, default 127.0.0.1 */
+    char requirepass[256]; /* --requirepass */
+    int log_level;
+} coord_config;
+
+void coord_config_default(coord_config *c);
+/* Parses `keel coord` flags. Returns 0 or KEEL_EINVAL with a reason. */
+int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t errcap);
+const char *coord_usage(void);
+
+/* --init: creates DIR/map.db and DIR/cluster.secret; refuses if either
+ * exists. Returns the process exit status. */
+int coord_init(const coord_config *c);
+/* Runs the coordinator until SIGINT/SIGTERM. Returns the exit status. */
+int coord_run(const coord_config *c);
+
+#endif

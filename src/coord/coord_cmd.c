@@ -1,0 +1,560 @@
+/* coord_cmd.c - the coordinator's RESP commands and its views of the cluster.
+ *
+ * Two audiences share the port. Operators: PING, AUTH, QUIT, STATUS, NODES,
+ * PARTITIONS (admin commands need AUTH when --requirepass is set). Peers:
+ * KEEL.AUTH (the HMAC handshake of core/peerauth), then KEEL.REGISTER,
+ * KEEL.HEARTBEAT and KEEL.LEAVE, all refused with -NOPERM on a connection
+ * that has not proven the cluster secret; the node id is the one proven in
+ * the handshake, never a field of a later command. A heartbeat reply carries
+ * the map as a directive (term, sequence) whenever the node's map is older.
+ */
+#include "coord/coord_int.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "node/metrics.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct cctx {
+    coord *co;
+    client *c;
+    int argc;
+    char **argv;
+    const size_t *len;
+    int64_t now;
+} cctx;
+
+static void err(cctx *x, const char *msg) {
+    resp_w_error(&x->c->out, msg);
+}
+
+static peer_conn *pconn(cctx *x) {
+    if (!x->c->user) x->c->user = calloc(1, sizeof(peer_conn));
+    return x->c->user;
+}
+
+void coord_conn_closed(void *arg, client *c) {
+    peer_conn *p = c->user;
+    if (!p) return;
+    /* A peer that gave up mid-handshake: typically it found our proof wrong,
+     * i.e. it holds another secret. */
+    if (p->pa && !p->peer_id[0] && peerauth_reason_of(p->pa) == PEERAUTH_R_NONE)
+        keel_log(KEEL_LOG_WARN, "peer_auth_failed", "addr=%s reason=abandoned", c->addr);
+    peerauth_free(p->pa);
+    free(p);
+    c->user = NULL;
+}
+
+/* ---- Operator commands --------------------------------------------------- */
+
+static void c_ping(cctx *x) {
+    resp_w_simple(&x->c->out, "PONG");
+}
+
+static void c_quit(cctx *x) {
+    resp_w_simple(&x->c->out, "OK");
+    rserver_close_after_reply(x->c);
+}
+
+static void c_auth(cctx *x) {
+    const char *want = x->co->cfg.requirepass;
+    if (!want[0]) {
+        err(x, "ERR AUTH <password> called without any password configured for the default "
+               "user. Are you sure your configuration is correct?");
+        return;
+    }
+    size_t n = strlen(want);
+    const char *pw = x->argv[x->argc - 1];
+    if (x->len[x->argc - 1] != n || CRYPTO_memcmp(pw, want, n) != 0) {
+        err(x, "WRONGPASS invalid username-password pair or user is disabled.");
+        return;
+    }
+    x->c->authed = 1;
+    resp_w_simple(&x->c->out, "OK");
+}
+
+/* Utilisation per node: its share of bytes (or of partitions while no bytes
+ * are reported) over its capacity, relative to the mean. */
+typedef struct node_view {
+    mapstore_node n;
+    size_t partitions;
+    uint64_t bytes, keys;
+    double ops, util;
+} node_view;
+
+static node_view *node_views(coord *co, size_t *nn, double *imbalance) {
+    mapstore_node *nodes = NULL;
+    mapstore_partition *parts = NULL;
+    size_t np = 0;
+    *nn = 0;
+    *imbalance = 0;
+    if (mapstore_node_list(co->ms, &nodes, nn) || mapstore_partition_list(co->ms, &parts, &np)) {
+        free(nodes);
+        return NULL;
+    }
+    node_view *v = calloc(*nn ? *nn : 1, sizeof *v);
+    if (!v) goto out;
+    uint64_t total_bytes = 0;
+    for (size_t k = 0; k < *nn; k++)
+        v[k].n = nodes[k];
+    for (size_t i = 0; i < np; i++)
+        for (size_t k = 0; k < *nn; k++)
+            if (!strcmp(parts[i].owner, nodes[k].id)) {
+                v[k].partitions++;
+                v[k].bytes += co->parts[i].bytes;
+                v[k].keys += co->parts[i].keys;
+                v[k].ops += co->parts[i].ops;
+                total_bytes += co->parts[i].bytes;
+            }
+    double sum = 0, max = 0;
+    size_t live = 0;
+    for (size_t k = 0; k < *nn; k++) {
+        if (v[k].n.capacity <= 0 || v[k].n.state == MAPSTORE_NODE_REMOVED) continue;
+        double share = total_bytes ? (double)v[k].bytes / (double)total_bytes
+                                   : (double)v[k].partitions / (double)np;
+        v[k].util = share / v[k].n.capacity;
+        sum += v[k].util;
+        max = fmax(max, v[k].util);
+        live++;
+    }
+    *imbalance = live && sum > 0 ? max / (sum / (double)live) : 0;
+out:
+    free(nodes);
+    free(parts);
+    return v;
+}
+
+static int want_json(cctx *x) {
+    for (int i = 1; i < x->argc; i++)
+        if (!strcasecmp(x->argv[i], "json")) return 1;
+    return 0;
+}
+
+static void settings_json(coord *co, cJSON *arr, int64_t now) {
+    for (const setting_def *d = coord_settings; d->name; d++) {
+        cJSON *o = cJSON_CreateObject();
+        mapstore_setting st;
+        int set = mapstore_setting_get(co->ms, d->name, &st) == 0;
+        cJSON_AddStringToObject(o, "name", d->name);
+        cJSON_AddStringToObject(o, "value", set ? st.value : d->def);
+        cJSON_AddBoolToObject(o, "default", !set);
+        if (set)
+            cJSON_AddNumberToObject(o, "age_s", mapstore_setting_age_ms(&st, now) / 1000.0);
+        else
+            cJSON_AddNullToObject(o, "age_s");
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
+static void reply_json(cctx *x, cJSON *root) {
+    char *s = cJSON_PrintUnformatted(root);
+    if (s)
+        resp_w_bulkstr(&x->c->out, s);
+    else
+        err(x, "ERR out of memory");
+    free(s);
+    cJSON_Delete(root);
+}
+
+static void c_status(cctx *x) {
+    coord *co = x->co;
+    size_t nn;
+    double imb;
+    node_view *v = node_views(co, &nn, &imb);
+    if (!v) {
+        err(x, "ERR map store read failed");
+        return;
+    }
+    if (want_json(x)) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "cluster", mapstore_cluster_id(co->ms));
+        cJSON_AddNumberToObject(r, "map_version", (double)mapstore_version(co->ms));
+        cJSON_AddNumberToObject(r, "term", (double)co->term);
+        cJSON_AddNumberToObject(r, "partitions", co->partitions);
+        cJSON_AddNumberToObject(r, "imbalance", imb);
+        cJSON *nodes = cJSON_AddArrayToObject(r, "nodes");
+        for (size_t k = 0; k < nn; k++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "id", v[k].n.id);
+            cJSON_AddStringToObject(o, "state", mapstore_node_state_name(v[k].n.state));
+            cJSON_AddNumberToObject(o, "partitions", (double)v[k].partitions);
+            cJSON_AddNumberToObject(o, "bytes", (double)v[k].bytes);
+            cJSON_AddNumberToObject(o, "keys", (double)v[k].keys);
+            cJSON_AddNumberToObject(o, "ops", v[k].ops);
+            cJSON_AddNumberToObject(o, "utilisation", v[k].util);
+            cJSON_AddItemToArray(nodes, o);
+        }
+        settings_json(co, cJSON_AddArrayToObject(r, "settings"), x->now);
+        free(v);
+        reply_json(x, r);
+        return;
+    }
+    kbuf b;
+    kbuf_init(&b);
+    kbuf_printf(&b, "%-16s %-9s %10s %14s %10s %10s %6s\n", "NODE", "STATE", "PARTITIONS", "BYTES",
+                "KEYS", "OPS/S", "UTIL");
+    for (size_t k = 0; k < nn; k++)
+        kbuf_printf(&b, "%-16s %-9s %10zu %14llu %10llu %10.1f %6.2f\n", v[k].n.id,
+                    mapstore_node_state_name(v[k].n.state), v[k].partitions,
+                    (unsigned long long)v[k].bytes, (unsigned long long)v[k].keys, v[k].ops,
+                    v[k].util);
+    kbuf_printf(&b,
+                "\nimbalance %.3f (max/mean utilisation)  map version %llu  term %llu  "
+                "partitions %u\n\nsettings:\n",
+                imb, (unsigned long long)mapstore_version(co->ms), (unsigned long long)co->term,
+                co->partitions);
+    for (const setting_def *d = coord_settings; d->name; d++) {
+        mapstore_setting st;
+        if (mapstore_setting_get(co->ms, d->name, &st) == 0)
+            kbuf_printf(&b, "  %-24s %-10s set %.0f s ago\n", d->name, st.value,
+                        mapstore_setting_age_ms(&st, x->now) / 1000.0);
+        else
+            kbuf_printf(&b, "  %-24s %-10s default\n", d->name, d->def);
+    }
+    resp_w_bulk(&x->c->out, b.p, b.len);
+    kbuf_close(&b);
+    free(v);
+}
+
+static void c_nodes(cctx *x) {
+    size_t nn;
+    double imb;
+    node_view *v = node_views(x->co, &nn, &imb);
+    if (!v) {
+        err(x, "ERR map store read failed");
+        return;
+    }
+    cJSON *arr = cJSON_CreateArray();
+    kbuf b;
+    kbuf_init(&b);
+    kbuf_printf(&b, "%-16s %-9s %-22s %-8s %8s %10s\n", "NODE", "STATE", "ADDR", "RACK", "CAPACITY",
+                "PARTITIONS");
+    for (size_t k = 0; k < nn; k++) {
+        const mapstore_node *n = &v[k].n;
+        member *m = coord_member(x->co, n->id, 0);
+        cJSON *o = cJSON_CreateObject();
+        char addr[KEEL_HOST_MAX + 8];
+        snprintf(addr, sizeof addr, "%s:%d", n->host, n->port);
+        cJSON_AddStringToObject(o, "id", n->id);
+        cJSON_AddStringToObject(o, "state", mapstore_node_state_name(n->state));
+        cJSON_AddStringToObject(o, "addr", addr);
+        cJSON_AddStringToObject(o, "rack", n->rack);
+        cJSON_AddNumberToObject(o, "capacity", n->capacity);
+        cJSON_AddNumberToObject(o, "partitions", (double)v[k].partitions);
+        if (m && m->last_hb_ms)
+            cJSON_AddNumberToObject(o, "heartbeat_age_s", (x->now - m->last_hb_ms) / 1000.0);
+        else
+            cJSON_AddNullToObject(o, "heartbeat_age_s");
+        cJSON_AddItemToArray(arr, o);
+        kbuf_printf(&b, "%-16s %-9s %-22s %-8s %8.2f %10zu\n", n->id,
+                    mapstore_node_state_name(n->state), addr, n->rack[0] ? n->rack : "-",
+                    n->capacity, v[k].partitions);
+    }
+    free(v);
+    if (want_json(x))
+        reply_json(x, arr);
+    else {
+        cJSON_Delete(arr);
+        resp_w_bulk(&x->c->out, b.p, b.len);
+    }
+    kbuf_close(&b);
+}
+
+/* PARTITIONS [NODE id] [JSON] */
+static void c_partitions(cctx *x) {
+    const char *only = NULL;
+    for (int i = 1; i < x->argc; i++) {
+        if (!strcasecmp(x->argv[i], "node") && i + 1 < x->argc)
+            only = x->argv[++i];
+        else if (strcasecmp(x->argv[i], "json")) {
+            err(x, "ERR syntax error: PARTITIONS [NODE id] [JSON]");
+            return;
+        }
+    }
+    mapstore_partition *parts = NULL;
+    size_t np = 0;
+    if (mapstore_partition_list(x->co->ms, &parts, &np)) {
+        err(x, "ERR map store read failed");
+        return;
+    }
+    unsigned per = 16384u / (unsigned)np;
+    cJSON *arr = cJSON_CreateArray();
+    kbuf b;
+    kbuf_init(&b);
+    kbuf_printf(&b, "%-6s %-16s %6s %-11s %12s %10s\n", "ID", "OWNER", "EPOCH", "SLOTS", "BYTES",
+                "KEYS");
+    for (size_t i = 0; i < np; i++) {
+        const mapstore_partition *p = &parts[i];
+        if (only && strcmp(p->owner, only)) continue;
+        const part_metrics *pm = &x->co->parts[i];
+        char slots[24];
+        snprintf(slots, sizeof slots, "%zu-%zu", i * per, (i + 1) * per - 1);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", (double)i);
+        if (p->owner[0])
+            cJSON_AddStringToObject(o, "owner", p->owner);
+        else
+            cJSON_AddNullToObject(o, "owner");
+        cJSON_AddNumberToObject(o, "epoch", (double)p->epoch);
+        cJSON_AddStringToObject(o, "slots", slots);
+        cJSON_AddNumberToObject(o, "bytes", (double)pm->bytes);
+        cJSON_AddNumberToObject(o, "keys", (double)pm->keys);
+        cJSON_AddItemToArray(arr, o);
+        kbuf_printf(&b, "%-6zu %-16s %6llu %-11s %12llu %10llu\n", i, p->owner[0] ? p->owner : "-",
+                    (unsigned long long)p->epoch, slots, (unsigned long long)pm->bytes,
+                    (unsigned long long)pm->keys);
+    }
+    free(parts);
+    if (want_json(x))
+        reply_json(x, arr);
+    else {
+        cJSON_Delete(arr);
+        resp_w_bulk(&x->c->out, b.p, b.len);
+    }
+    kbuf_close(&b);
+}
+
+/* ---- Peer commands ------------------------------------------------------- */
+
+/* KEEL.AUTH HELLO <id> <nonce> | KEEL.AUTH PROOF <proof> */
+static void c_keel_auth(cctx *x) {
+    peer_conn *p = pconn(x);
+    if (!p) {
+        err(x, "ERR out of memory");
+        return;
+    }
+    if (!strcasecmp(x->argv[1], "hello") && x->argc == 4 && !p->pa) {
+        p->pa = peerauth_new(PEERAUTH_SERVER, COORD_ID, &x->co->secret);
+        peerauth_challenge ch;
+        if (p->pa &&
+            peerauth_server_hello(p->pa, x->argv[2], x->len[2], x->argv[3], x->len[3], &ch) == 0) {
+            resp_w_array(&x->c->out, 3);
+            resp_w_bulkstr(&x->c->out, ch.id);
+            resp_w_bulkstr(&x->c->out, ch.nonce);
+            resp_w_bulkstr(&x->c->out, ch.proof);
+            return;
+        }
+    } else if (!strcasecmp(x->argv[1], "proof") && x->argc == 3 && p->pa &&
+               peerauth_server_proof(p->pa, x->argv[2], x->len[2]) == 0) {
+        snprintf(p->peer_id, sizeof p->peer_id, "%s", peerauth_peer_id(p->pa));
+        keel_log(KEEL_LOG_INFO, "peer_authenticated", "peer=%s addr=%s", p->peer_id, x->c->addr);
+        resp_w_simple(&x->c->out, "OK");
+        return;
+    }
+    const char *why = p->pa ? peerauth_reason_name(peerauth_reason_of(p->pa)) : "bad-request";
+    keel_log(KEEL_LOG_WARN, "peer_auth_failed", "addr=%s reason=%s", x->c->addr, why);
+    err(x, "ERR peer authentication failed");
+    rserver_close_after_reply(x->c);
+}
+
+/* KEEL.REGISTER <host> <port> <rack> <capacity> */
+static void c_keel_register(cctx *x, const char *id) {
+    coord *co = x->co;
+    char *end;
+    long port = strtol(x->argv[2], &end, 10);
+    double cap = strtod(x->argv[4], &end);
+    if (port <= 0 || port > 65535 || !isfinite(cap) || cap < 0 || *end) {
+        err(x, "ERR bad registration: KEEL.REGISTER host port rack capacity");
+        return;
+    }
+    mapstore_node old, n = {0};
+    int exists = mapstore_node_get(co->ms, id, &old) == 0;
+    member *m = coord_member(co, id, 1);
+    if (!m) {
+        err(x, "ERR out of memory");
+        return;
+    }
+    int live = exists && m->last_hb_ms &&
+               x->now - m->last_hb_ms < coord_setting_ll(co, "node_suspect_after_ms");
+    if (live && (strcmp(old.host, x->argv[1]) || old.port != port)) {
+        keel_log(KEEL_LOG_WARN, "register_refused", "node=%s addr=%s:%ld live_at=%s:%d", id,
+                 x->argv[1], port, old.host, old.port);
+        char msg[256];
+        snprintf(msg, sizeof msg, "ERR node id %s is live at %s:%d", id, old.host, old.port);
+        err(x, msg);
+        return;
+    }
+    if (exists && old.state == MAPSTORE_NODE_REMOVED) {
+        err(x, "ERR node was removed from the cluster; give it a new id");
+        return;
+    }
+    snprintf(n.id, sizeof n.id, "%s", id);
+    snprintf(n.host, sizeof n.host, "%s", x->argv[1]);
+    n.port = (int)port;
+    snprintf(n.rack, sizeof n.rack, "%s", strcmp(x->argv[3], "-") ? x->argv[3] : "");
+    n.capacity = cap;
+    n.state =
+        exists && old.state == MAPSTORE_NODE_DRAINING ? MAPSTORE_NODE_DRAINING : MAPSTORE_NODE_UP;
+    if (mapstore_node_upsert(co->ms, &n, x->now)) {
+        char msg[MAPSTORE_ERR_MAX + 32];
+        snprintf(msg, sizeof msg, "ERR %s", mapstore_errmsg(co->ms));
+        err(x, msg);
+        return;
+    }
+    m->last_hb_ms = x->now;
+    if (!co->first_register_ms) co->first_register_ms = x->now;
+    keel_log(KEEL_LOG_INFO, "node_registered", "node=%s addr=%s:%ld rack=%s capacity=%g new=%d", id,
+             n.host, port, n.rack[0] ? n.rack : "-", cap, !exists);
+    resp_w_simple(&x->c->out, "OK");
+}
+
+/* Folds a heartbeat's metrics JSON into the member and its partitions:
+ * {"disk_used":N,"disk_capacity":N,"partitions":[[p,bytes,keys,ops],...]} */
+static void take_metrics(coord *co, member *m, const char *json) {
+    cJSON *r = cJSON_Parse(json);
+    if (!r) return;
+    const cJSON *du = cJSON_GetObjectItemCaseSensitive(r, "disk_used");
+    const cJSON *dc = cJSON_GetObjectItemCaseSensitive(r, "disk_capacity");
+    if (cJSON_IsNumber(du)) m->disk_used = (uint64_t)du->valuedouble;
+    if (cJSON_IsNumber(dc)) m->disk_capacity = (uint64_t)dc->valuedouble;
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(r, "partitions"), *e;
+    cJSON_ArrayForEach(e, ps) {
+        if (cJSON_GetArraySize(e) != 4) continue;
+        double p = cJSON_GetArrayItem(e, 0)->valuedouble;
+        if (p < 0 || p >= co->partitions) continue;
+        part_metrics *pm = &co->parts[(unsigned)p];
+        pm->bytes = (uint64_t)cJSON_GetArrayItem(e, 1)->valuedouble;
+        pm->keys = (uint64_t)cJSON_GetArrayItem(e, 2)->valuedouble;
+        pm->ops = cJSON_GetArrayItem(e, 3)->valuedouble;
+    }
+    cJSON_Delete(r);
+}
+
+/* KEEL.HEARTBEAT <map_version> <metrics-json>
+ * -> [term, seq, version, map-json | nil]; seq > 0 marks a map directive. */
+static void c_keel_heartbeat(cctx *x, const char *id) {
+    coord *co = x->co;
+    mapstore_node n;
+    if (mapstore_node_get(co->ms, id, &n)) {
+        err(x, "ERR unknown node: KEEL.REGISTER first");
+        return;
+    }
+    member *m = coord_member(co, id, 1);
+    if (!m) {
+        err(x, "ERR out of memory");
+        return;
+    }
+    m->last_hb_ms = x->now;
+    take_metrics(co, m, x->argv[2]);
+    if (n.state == MAPSTORE_NODE_SUSPECT || n.state == MAPSTORE_NODE_DOWN) {
+        if (mapstore_node_set_state(co->ms, id, MAPSTORE_NODE_UP) == 0)
+            keel_log(KEEL_LOG_INFO, "node_state", "node=%s from=%s to=UP reason=heartbeat", id,
+                     mapstore_node_state_name(n.state));
+    }
+    unsigned long long have = strtoull(x->argv[1], NULL, 10);
+    uint64_t v = mapstore_version(co->ms);
+    const kbuf *map = have < v ? coord_map_json(co) : NULL;
+    resp_w_array(&x->c->out, 4);
+    resp_w_int(&x->c->out, (long long)co->term);
+    resp_w_int(&x->c->out, map ? (long long)++co->directive_seq : 0);
+    resp_w_int(&x->c->out, (long long)v);
+    if (map)
+        resp_w_bulk(&x->c->out, map->p, map->len);
+    else
+        resp_w_null(&x->c->out, x->c->proto);
+}
+
+static void c_keel_leave(cctx *x, const char *id) {
+    mapstore_node n;
+    if (mapstore_node_get(x->co->ms, id, &n) == 0 && n.state != MAPSTORE_NODE_REMOVED &&
+        n.state != MAPSTORE_NODE_DOWN) {
+        mapstore_node_set_state(x->co->ms, id, MAPSTORE_NODE_DOWN);
+        keel_log(KEEL_LOG_INFO, "node_state", "node=%s from=%s to=DOWN reason=graceful-stop", id,
+                 mapstore_node_state_name(n.state));
+    }
+    member *m = coord_member(x->co, id, 0);
+    if (m) m->last_hb_ms = 0;
+    resp_w_simple(&x->c->out, "OK");
+}
+
+/* ---- Dispatch ------------------------------------------------------------ */
+
+enum { F_ADMIN = 1, F_PEER = 2, F_NOAUTH = 4 };
+
+typedef struct ccmd {
+    const char *name;
+    int min_args, max_args; /* including the name; max -1 = any */
+    unsigned flags;
+    void (*fn)(cctx *x);
+    void (*peer_fn)(cctx *x, const char *peer_id);
+} ccmd;
+
+static const ccmd table[] = {
+    {"ping", 1, 2, 0, c_ping, NULL},
+    {"quit", 1, 1, F_NOAUTH, c_quit, NULL},
+    {"auth", 2, 3, F_NOAUTH, c_auth, NULL},
+    {"status", 1, 2, F_ADMIN, c_status, NULL},
+    {"nodes", 1, 2, F_ADMIN, c_nodes, NULL},
+    {"partitions", 1, 4, F_ADMIN, c_partitions, NULL},
+    {"keel.auth", 3, 4, F_NOAUTH, c_keel_auth, NULL},
+    {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
+    {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
+    {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},
+};
+
+void coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
+    cctx x = {arg, c, argc, argv, argvlen, c->last_ms ? c->last_ms : keel_wall_ms()};
+    const ccmd *d = NULL;
+    for (size_t i = 0; i < sizeof table / sizeof *table && !d; i++)
+        if (!strcasecmp(argv[0], table[i].name)) d = &table[i];
+    char msg[256];
+    if (!d) {
+        snprintf(msg, sizeof msg, "ERR unknown command '%.64s'", argv[0]);
+        err(&x, msg);
+        return;
+    }
+    if (argc < d->min_args || (d->max_args >= 0 && argc > d->max_args)) {
+        snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", d->name);
+        err(&x, msg);
+        return;
+    }
+    if (!c->authed && !(d->flags & F_NOAUTH)) {
+        err(&x, "NOAUTH Authentication required.");
+        return;
+    }
+    if (d->flags & F_PEER) {
+        peer_conn *p = c->user;
+        if (!p || !p->peer_id[0]) {
+            keel_log(KEEL_LOG_WARN, "peer_command_refused",
+                     "addr=%s command=%s reason=unauthenticated", c->addr, d->name);
+            err(&x, "NOPERM this command needs an authenticated cluster peer (KEEL.AUTH)");
+            return;
+        }
+        d->peer_fn(&x, p->peer_id);
+        return;
+    }
+    d->fn(&x);
+}
+
+/* ---- /metrics ------------------------------------------------------------ */
+
+void coord_render_metrics(void *arg, kbuf *b) {
+    coord *co = arg;
+    size_t nn;
+    double imb;
+    node_view *v = node_views(co, &nn, &imb);
+    kbuf_printf(b, "# TYPE keel_imbalance_ratio gauge\nkeel_imbalance_ratio %.6f\n", imb);
+    kbuf_printf(b, "# TYPE keel_map_version gauge\nkeel_map_version %llu\n",
+                (unsigned long long)mapstore_version(co->ms));
+    kbuf_printf(b, "# TYPE keel_term gauge\nkeel_term %llu\n", (unsigned long long)co->term);
+    kbuf_appendstr(b, "# TYPE keel_node_utilisation gauge\n");
+    for (size_t k = 0; v && k < nn; k++)
+        kbuf_printf(b, "keel_node_utilisation{node=\"%s\",state=\"%s\"} %.6f\n", v[k].n.id,
+                    mapstore_node_state_name(v[k].n.state), v[k].util);
+    free(v);
+    kbuf_appendstr(b, "# TYPE keel_setting_age_seconds gauge\n");
+    int64_t now = keel_wall_ms();
+    for (const setting_def *d = coord_settings; d->name; d++) {
+        mapstore_setting st;
+        if (mapstore_setting_get(co->ms, d->name, &st) == 0)
+            kbuf_printf(b, "keel_setting_age_seconds{name=\"%s\"} %.3f\n", d->name,
+                        mapstore_setting_age_ms(&st, now) / 1000.0);
+    }
+}

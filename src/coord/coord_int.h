@@ -1,0 +1,84 @@
+/* coord_int.h - the coordinator's private state, shared by coord.c (process,
+ * membership, placement) and coord_cmd.c (commands and views). */
+#ifndef KEEL_COORD_INT_H
+#define KEEL_COORD_INT_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "coord/coord.h"
+#include "coord/mapstore.h"
+#include "core/buf.h"
+#include "core/directive.h"
+#include "core/peerauth.h"
+#include "net/rserver.h"
+
+#define COORD_ID "coordinator" /* the id the coordinator proves in KEEL.AUTH */
+
+/* What heartbeats tell us about a node; memory only. */
+typedef struct member {
+    char id[KEEL_ID_MAX + 1];
+    int64_t last_hb_ms; /* 0 = not heard from since this coordinator started */
+    uint64_t bytes, keys;
+    double ops;
+    uint64_t disk_used, disk_capacity;
+} member;
+
+/* Per-partition metrics from the owner's heartbeats. */
+typedef struct part_metrics {
+    uint64_t bytes, keys;
+    double ops;
+} part_metrics;
+
+/* Per connection (client.user): a peer handshake in progress or done. */
+typedef struct peer_conn {
+    peerauth *pa;
+    char peer_id[KEEL_ID_MAX + 1]; /* set once authenticated */
+} peer_conn;
+
+/* A setting the coordinator knows, with its default. */
+typedef struct setting_def {
+    const char *name;
+    const char *def;
+    const char *help;
+} setting_def;
+
+typedef struct coord {
+    coord_config cfg;
+    uv_loop_t *loop;
+    mapstore *ms;
+    peerauth_secret secret;
+    uint64_t term;
+    uint64_t directive_seq; /* per term: every map sent is a new directive */
+    rserver *rs;
+    struct http_server *http;
+    uv_timer_t member_timer;
+    uv_signal_t sigint, sigterm;
+    member *members;
+    size_t nmembers;
+    part_metrics *parts; /* [P] */
+    unsigned partitions;
+    int64_t first_register_ms;
+    int64_t start_ms;
+    int stopping;
+    /* The map as JSON, rebuilt when the version changes. */
+    kbuf map_json;
+    uint64_t map_json_version;
+} coord;
+
+extern const setting_def coord_settings[];
+/* The value of a known setting (stored or default), as an integer. */
+long long coord_setting_ll(coord *co, const char *name);
+
+member *coord_member(coord *co, const char *id, int create);
+/* The current map as JSON (cached per version). NULL on failure. */
+const kbuf *coord_map_json(coord *co);
+/* Places unowned partitions on UP nodes if the bootstrap wait is over. */
+void coord_maybe_place(coord *co, int64_t now_ms);
+
+/* coord_cmd.c */
+void coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen);
+void coord_conn_closed(void *arg, client *c);
+void coord_render_metrics(void *arg, kbuf *out);
+
+#endif

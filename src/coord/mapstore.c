@@ -1,0 +1,387 @@
+/* mapstore.c - the backend-neutral half of the map store: the handle,
+ * argument validation, state names, and dispatch to a backend's mapstore_ops.
+ *
+ * Validation lives here, not in the backends, so SQLite today and etcd later
+ * refuse exactly the same inputs with exactly the same codes; a backend only
+ * checks what needs its stored state (does the node exist, is the transition
+ * legal). The handle caches the two facts that never change after creation,
+ * the cluster id and P, so range checks cost no I/O.
+ *
+ * Invariant: a call that fails validation has not reached the backend, and
+ * has set errmsg.
+ */
+#include "coord/mapstore.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+
+struct mapstore {
+    const mapstore_ops *ops;
+    void *impl;
+    unsigned partitions;
+    char cluster_id[MAPSTORE_CLUSTER_ID_MAX + 1];
+    char errmsg[MAPSTORE_ERR_MAX];
+};
+
+static const char *const node_names[MAPSTORE_NODE_NSTATES] = {
+    "UP", "SUSPECT", "DOWN", "DRAINING", "REMOVED",
+};
+
+static const char *const move_names[MAPSTORE_MOVE_NSTATES] = {
+    "PLANNED", "COPYING", "CATCHING_UP", "FENCED", "COMMITTED", "DONE", "ABORTED",
+};
+
+/* ---- Names ---------------------------------------------------------------- */
+
+const char *mapstore_node_state_name(mapstore_node_state s) {
+    return (unsigned)s < MAPSTORE_NODE_NSTATES ? node_names[s] : "?";
+}
+
+const char *mapstore_move_state_name(mapstore_move_state s) {
+    return (unsigned)s < MAPSTORE_MOVE_NSTATES ? move_names[s] : "?";
+}
+
+static int parse_name(const char *const *names, int n, const char *name) {
+    for (int i = 0; name && i < n; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return KEEL_EINVAL;
+}
+
+int mapstore_node_state_parse(const char *name, mapstore_node_state *out) {
+    int i = parse_name(node_names, MAPSTORE_NODE_NSTATES, name);
+    if (i < 0) return i;
+    *out = (mapstore_node_state)i;
+    return 0;
+}
+
+int mapstore_move_state_parse(const char *name, mapstore_move_state *out) {
+    int i = parse_name(move_names, MAPSTORE_MOVE_NSTATES, name);
+    if (i < 0) return i;
+    *out = (mapstore_move_state)i;
+    return 0;
+}
+
+/* The legal successors of each move state, as bit masks (see mapstore.h). */
+#define MV(s) (1u << MAPSTORE_MOVE_##s)
+static const unsigned move_next[MAPSTORE_MOVE_NSTATES] = {
+    [MAPSTORE_MOVE_PLANNED] = MV(COPYING) | MV(ABORTED),
+    [MAPSTORE_MOVE_COPYING] = MV(CATCHING_UP) | MV(ABORTED),
+    [MAPSTORE_MOVE_CATCHING_UP] = MV(FENCED) | MV(ABORTED),
+    [MAPSTORE_MOVE_FENCED] = MV(COMMITTED) | MV(ABORTED),
+    [MAPSTORE_MOVE_COMMITTED] = MV(DONE),
+};
+#undef MV
+
+int mapstore_move_can_advance(mapstore_move_state from, mapstore_move_state to) {
+    if ((unsigned)from >= MAPSTORE_MOVE_NSTATES || (unsigned)to >= MAPSTORE_MOVE_NSTATES) return 0;
+    return (move_next[from] >> to) & 1u;
+}
+
+/* ---- Handle and backend helpers -------------------------------------------- */
+
+int mapstore__new(const mapstore_ops *ops, void *impl, const char *cluster_id, unsigned partitions,
+                  mapstore **out) {
+    if (!ops || !cluster_id || strlen(cluster_id) > MAPSTORE_CLUSTER_ID_MAX) return KEEL_EINVAL;
+    mapstore *ms = calloc(1, sizeof *ms);
+    if (!ms) return KEEL_ENOMEM;
+    ms->ops = ops;
+    ms->impl = impl;
+    ms->partitions = partitions;
+    strcpy(ms->cluster_id, cluster_id);
+    *out = ms;
+    return 0;
+}
+
+void *mapstore__impl(const mapstore *ms) {
+    return ms->impl;
+}
+
+int mapstore__errf(mapstore *ms, int rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ms->errmsg, sizeof ms->errmsg, fmt, ap);
+    va_end(ap);
+    for (char *c = ms->errmsg; *c; c++) /* one line, for logs */
+        if (*c == '\n') *c = ' ';
+    return rc;
+}
+
+int mapstore__valid_id(const char *s, size_t max, int allow_empty) {
+    if (!s) return 0;
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (n >= max || (unsigned char)s[n] <= ' ' || (unsigned char)s[n] >= 0x7f) return 0;
+    return n > 0 || allow_empty;
+}
+
+int mapstore__check_expect(const mapstore *ms, const mapstore_expect *expect, char *err,
+                           size_t errcap) {
+    if (!expect) return 0;
+    if (expect->cluster_id && strcmp(expect->cluster_id, ms->cluster_id) != 0) {
+        if (errcap)
+            snprintf(err, errcap, "map store belongs to cluster %s, expected cluster %s",
+                     ms->cluster_id, expect->cluster_id);
+        return KEEL_EINVAL;
+    }
+    if (expect->partitions && expect->partitions != ms->partitions) {
+        if (errcap)
+            snprintf(err, errcap, "map store has %u partitions, expected %u", ms->partitions,
+                     expect->partitions);
+        return KEEL_EINVAL;
+    }
+    return 0;
+}
+
+void mapstore_free(mapstore *ms) {
+    if (!ms) return;
+    ms->ops->close(ms->impl);
+    free(ms);
+}
+
+const char *mapstore_errmsg(const mapstore *ms) {
+    return ms->errmsg;
+}
+
+/* ---- Validation -------------------------------------------------------------- */
+
+/* Each check returns 0 or records the reason and returns a KEEL_E*. */
+
+static int check_id(mapstore *ms, const char *what, const char *id) {
+    if (mapstore__valid_id(id, KEEL_ID_MAX, 0)) return 0;
+    return mapstore__errf(ms, KEEL_EINVAL, "%s: not a valid id (1..%d printable bytes, no spaces)",
+                          what, KEEL_ID_MAX);
+}
+
+static int check_part(mapstore *ms, unsigned p) {
+    if (p < ms->partitions) return 0;
+    return mapstore__errf(ms, KEEL_ERANGE, "partition %u out of range (P = %u)", p, ms->partitions);
+}
+
+static int check_reason(mapstore *ms, const char *reason) {
+    if (!reason || strlen(reason) <= MAPSTORE_REASON_MAX) return 0;
+    return mapstore__errf(ms, KEEL_EINVAL, "reason longer than %d bytes", MAPSTORE_REASON_MAX);
+}
+
+static int check_out(mapstore *ms, const void *a, const void *b) {
+    if (a && b) return 0;
+    return mapstore__errf(ms, KEEL_EINVAL, "NULL output argument");
+}
+
+static int check_node(mapstore *ms, const mapstore_node *n) {
+    int rc;
+    if ((rc = check_out(ms, n, n))) return rc;
+    if ((rc = check_id(ms, "node id", n->id))) return rc;
+    if (!mapstore__valid_id(n->host, KEEL_HOST_MAX, 0))
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s: bad host", n->id);
+    if (n->port < 1 || n->port > 65535)
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s: port %d not in 1..65535", n->id, n->port);
+    if (!mapstore__valid_id(n->rack, MAPSTORE_RACK_MAX, 1))
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s: bad rack", n->id);
+    if (!isfinite(n->capacity) || n->capacity < 0)
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s: capacity must be finite and >= 0", n->id);
+    if ((unsigned)n->state >= MAPSTORE_NODE_NSTATES)
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s: invalid state %d", n->id, (int)n->state);
+    return 0;
+}
+
+static int check_setting_name(mapstore *ms, const char *name) {
+    if (mapstore__valid_id(name, MAPSTORE_SETTING_NAME_MAX, 0)) return 0;
+    return mapstore__errf(ms, KEEL_EINVAL, "not a valid setting name");
+}
+
+/* Every partition in range, every owner a valid id, no partition twice. */
+static int check_placement(mapstore *ms, const mapstore_placement *pl, size_t n) {
+    if (n == 0) return 0;
+    if (!pl) return mapstore__errf(ms, KEEL_EINVAL, "NULL placement");
+    unsigned char *seen = calloc(ms->partitions, 1);
+    if (!seen) return mapstore__errf(ms, KEEL_ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if ((rc = check_part(ms, pl[i].partition)) || (rc = check_id(ms, "owner", pl[i].owner)))
+            break;
+        if (seen[pl[i].partition]++)
+            rc = mapstore__errf(ms, KEEL_EINVAL, "partition %u placed twice", pl[i].partition);
+    }
+    free(seen);
+    return rc;
+}
+
+/* ---- Identity, term, version ------------------------------------------------ */
+
+const char *mapstore_cluster_id(const mapstore *ms) {
+    return ms->cluster_id;
+}
+
+unsigned mapstore_partitions(const mapstore *ms) {
+    return ms->partitions;
+}
+
+uint64_t mapstore_term(const mapstore *ms) {
+    return ms->ops->term(ms->impl);
+}
+
+uint64_t mapstore_version(const mapstore *ms) {
+    return ms->ops->version(ms->impl);
+}
+
+int mapstore_bump_term(mapstore *ms, uint64_t *term) {
+    return ms->ops->bump_term(ms, term);
+}
+
+/* ---- Nodes ------------------------------------------------------------------ */
+
+int mapstore_node_upsert(mapstore *ms, const mapstore_node *n, int64_t now_ms) {
+    int rc;
+    if ((rc = check_node(ms, n))) return rc;
+    return ms->ops->node_upsert(ms, n, now_ms);
+}
+
+int mapstore_node_get(mapstore *ms, const char *id, mapstore_node *out) {
+    int rc;
+    if ((rc = check_id(ms, "node id", id)) || (rc = check_out(ms, out, out))) return rc;
+    return ms->ops->node_get(ms, id, out);
+}
+
+int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n) {
+    int rc;
+    if ((rc = check_out(ms, out, n))) return rc;
+    return ms->ops->node_list(ms, out, n);
+}
+
+int mapstore_node_set_state(mapstore *ms, const char *id, mapstore_node_state state) {
+    int rc;
+    if ((rc = check_id(ms, "node id", id))) return rc;
+    if ((unsigned)state >= MAPSTORE_NODE_NSTATES)
+        return mapstore__errf(ms, KEEL_EINVAL, "invalid node state %d", (int)state);
+    return ms->ops->node_set_state(ms, id, state);
+}
+
+int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms) {
+    int rc;
+    if ((rc = check_id(ms, "node id", id))) return rc;
+    return ms->ops->node_heartbeat(ms, id, now_ms);
+}
+
+/* ---- Partitions ------------------------------------------------------------- */
+
+int mapstore_partition_get(mapstore *ms, unsigned p, mapstore_partition *out) {
+    int rc;
+    if ((rc = check_part(ms, p)) || (rc = check_out(ms, out, out))) return rc;
+    return ms->ops->partition_get(ms, p, out);
+}
+
+int mapstore_partition_list(mapstore *ms, mapstore_partition **out, size_t *n) {
+    int rc;
+    if ((rc = check_out(ms, out, n))) return rc;
+    return ms->ops->partition_list(ms, out, n);
+}
+
+int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner, uint64_t *epoch,
+                                 uint64_t *version) {
+    int rc;
+    if ((rc = check_part(ms, p))) return rc;
+    if (owner && (rc = check_id(ms, "owner", owner))) return rc;
+    return ms->ops->partition_set_owner(ms, p, owner, epoch, version);
+}
+
+int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
+                             uint64_t *version) {
+    int rc;
+    if ((rc = check_placement(ms, pl, n))) return rc;
+    if (n == 0) {
+        if (version) *version = mapstore_version(ms);
+        return 0;
+    }
+    return ms->ops->partition_place(ms, pl, n, version);
+}
+
+int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {
+    int rc;
+    if ((rc = check_part(ms, p))) return rc;
+    if (pinned != 0 && pinned != 1)
+        return mapstore__errf(ms, KEEL_EINVAL, "pinned must be 0 or 1, not %d", pinned);
+    return ms->ops->partition_set_pinned(ms, p, pinned);
+}
+
+/* ---- Moves ------------------------------------------------------------------ */
+
+int mapstore_move_create(mapstore *ms, unsigned p, const char *to, const char *reason,
+                         int64_t now_ms, uint64_t *id) {
+    int rc;
+    if ((rc = check_part(ms, p)) || (rc = check_id(ms, "move destination", to)) ||
+        (rc = check_reason(ms, reason)))
+        return rc;
+    return ms->ops->move_create(ms, p, to, reason ? reason : "", now_ms, id);
+}
+
+int mapstore_move_get(mapstore *ms, uint64_t id, mapstore_move *out) {
+    int rc;
+    if ((rc = check_out(ms, out, out))) return rc;
+    return ms->ops->move_get(ms, id, out);
+}
+
+int mapstore_move_list(mapstore *ms, int unfinished, mapstore_move **out, size_t *n) {
+    int rc;
+    if ((rc = check_out(ms, out, n))) return rc;
+    return ms->ops->move_list(ms, unfinished, out, n);
+}
+
+int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state, int64_t now_ms,
+                          const char *abort_reason) {
+    int rc;
+    if ((unsigned)state >= MAPSTORE_MOVE_NSTATES)
+        return mapstore__errf(ms, KEEL_EINVAL, "invalid move state %d", (int)state);
+    if (state == MAPSTORE_MOVE_COMMITTED)
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "a move becomes COMMITTED only by "
+                              "mapstore_move_commit");
+    if (abort_reason && state != MAPSTORE_MOVE_ABORTED)
+        return mapstore__errf(ms, KEEL_EINVAL, "an abort reason needs state ABORTED");
+    if ((rc = check_reason(ms, abort_reason))) return rc;
+    return ms->ops->move_advance(ms, id, state, now_ms, abort_reason ? abort_reason : "");
+}
+
+int mapstore_move_set_bytes(mapstore *ms, uint64_t id, uint64_t bytes) {
+    if (bytes > (uint64_t)INT64_MAX)
+        return mapstore__errf(ms, KEEL_ERANGE, "move bytes %llu too large",
+                              (unsigned long long)bytes);
+    return ms->ops->move_set_bytes(ms, id, bytes);
+}
+
+int mapstore_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *epoch,
+                         uint64_t *version) {
+    return ms->ops->move_commit(ms, id, now_ms, epoch, version);
+}
+
+/* ---- Settings --------------------------------------------------------------- */
+
+int mapstore_setting_set(mapstore *ms, const char *name, const char *value, int64_t now_ms) {
+    int rc;
+    if ((rc = check_setting_name(ms, name))) return rc;
+    if (!value || strlen(value) > MAPSTORE_SETTING_VALUE_MAX)
+        return mapstore__errf(ms, KEEL_EINVAL, "setting %s: value missing or longer than %d", name,
+                              MAPSTORE_SETTING_VALUE_MAX);
+    return ms->ops->setting_set(ms, name, value, now_ms);
+}
+
+int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out) {
+    int rc;
+    if ((rc = check_setting_name(ms, name)) || (rc = check_out(ms, out, out))) return rc;
+    return ms->ops->setting_get(ms, name, out);
+}
+
+int mapstore_setting_unset(mapstore *ms, const char *name) {
+    int rc;
+    if ((rc = check_setting_name(ms, name))) return rc;
+    return ms->ops->setting_unset(ms, name);
+}
+
+int mapstore_setting_list(mapstore *ms, mapstore_setting **out, size_t *n) {
+    int rc;
+    if ((rc = check_out(ms, out, n))) return rc;
+    return ms->ops->setting_list(ms, out, n);
+}

@@ -1,0 +1,382 @@
+/* mapstore.h - the coordinator's durable cluster map (DESIGN.md §7).
+ *
+ * The map store is the only authority for the cluster map: cluster identity
+ * (id, partition count P), nodes, partition owners and epochs, moves,
+ * settings, the coordinator term and the map version. Every mutating call is
+ * one atomic transaction: when it returns 0 the change is durable (it
+ * survives kill -9 and, on the SQLite backend, power loss); when it returns
+ * an error nothing changed.
+ *
+ * Interface and backends. A `mapstore` is an opaque handle. The calls below
+ * validate their arguments (the same way for every backend) and dispatch
+ * through a table of backend functions (mapstore_ops, at the end of this
+ * file). The SQLite backend (mapstore_sqlite_create/open) is the only one
+ * today; an etcd backend for coordinator HA (DESIGN §11) will be another
+ * constructor returning the same handle, so nothing above this header
+ * changes. Callers never see SQL, files or transactions.
+ *
+ * What the map version covers. The version is the version of the routing map
+ * that the coordinator pushes to nodes, which a node refuses to go back on.
+ * It goes up by exactly one in every transaction that changes something a
+ * node's view of the map shows: a partition's owner or epoch, a node added,
+ * or a node's host, port or state changed. Heartbeat times, capacity, rack,
+ * pinning, settings, moves and the term do not change it.
+ *
+ * Ownership. A partition's owner changes only through three calls, each of
+ * which also adds one to that partition's epoch and one to the map version,
+ * in the same transaction: mapstore_partition_set_owner (one partition, by
+ * an operator or failover), mapstore_partition_place (bootstrap placement of
+ * unowned partitions, many at once, one version bump) and mapstore_move_commit
+ * (step 5 of the move protocol, DESIGN §6).
+ *
+ * Numbers. Epochs, the term, the version, move ids and byte counts are u64 in
+ * this API but are kept below 2^63 (SQLite integers are signed); a bump that
+ * would pass 2^63 - 1 fails with KEEL_ERANGE. Times are wall-clock ms passed
+ * in by the caller: nothing here reads a clock.
+ *
+ * Errors. Every call returns 0 or a negative KEEL_E* (core/err.h). After a
+ * failure on an open handle, mapstore_errmsg() says why in words. The codes
+ * mean the same in every call:
+ *   KEEL_EINVAL     malformed argument (bad id, state, length, NaN...) or an
+ *                   illegal state transition; also an open whose expected
+ *                   cluster id or P differs from the store's
+ *   KEEL_ERANGE     partition id >= P; a counter would overflow; schema
+ *                   version this build does not support
+ *   KEEL_ENOTFOUND  no such node, move or setting; no store at path
+ *   KEEL_EEXIST     the thing already exists (store at path, move in flight
+ *                   for the partition, partition already owned)
+ *   KEEL_ECORRUPT   the file is not an SQLite database or fails its
+ *                   integrity check, or its Keel tables are inconsistent
+ *   KEEL_EWRONGTYPE a valid SQLite database that is not a Keel map store
+ *   KEEL_EAGAIN     another process (or handle) has the store open
+ *   KEEL_EIO        the backend failed to read or write (disk full, I/O)
+ *   KEEL_ENOMEM     out of memory
+ *
+ * Threads: a handle belongs to one thread; no call is safe concurrently with
+ * another on the same handle. Distinct handles (on distinct stores) are
+ * independent. A store can be open in one handle of one process at a time.
+ */
+#ifndef KEEL_MAPSTORE_H
+#define KEEL_MAPSTORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node/ptable.h" /* KEEL_ID_MAX, KEEL_HOST_MAX, KEEL_{MIN,MAX}_PARTITIONS */
+
+#define MAPSTORE_CLUSTER_ID_MAX 64 /* generated ids are 32 hex digits */
+#define MAPSTORE_RACK_MAX 64
+#define MAPSTORE_REASON_MAX 255
+#define MAPSTORE_SETTING_NAME_MAX 64
+#define MAPSTORE_SETTING_VALUE_MAX 1024
+#define MAPSTORE_ERR_MAX 256 /* mapstore_errmsg() and the err buffers fit here */
+
+typedef struct mapstore mapstore;
+
+/* ---- Values ------------------------------------------------------------ */
+
+/* Node states (DESIGN §7). Stored by name; the order is not part of the
+ * format. */
+typedef enum {
+    MAPSTORE_NODE_UP = 0,
+    MAPSTORE_NODE_SUSPECT,
+    MAPSTORE_NODE_DOWN,
+    MAPSTORE_NODE_DRAINING,
+    MAPSTORE_NODE_REMOVED,
+    MAPSTORE_NODE_NSTATES
+} mapstore_node_state;
+
+/* Move states (DESIGN §6). The legal transitions are
+ *   PLANNED -> COPYING -> CATCHING_UP -> FENCED -> COMMITTED -> DONE
+ * and PLANNED, COPYING, CATCHING_UP or FENCED -> ABORTED. COMMITTED is
+ * entered only by mapstore_move_commit. PLANNED..FENCED are "in flight";
+ * COMMITTED still awaits cleanup; DONE and ABORTED are final. */
+typedef enum {
+    MAPSTORE_MOVE_PLANNED = 0,
+    MAPSTORE_MOVE_COPYING,
+    MAPSTORE_MOVE_CATCHING_UP,
+    MAPSTORE_MOVE_FENCED,
+    MAPSTORE_MOVE_COMMITTED,
+    MAPSTORE_MOVE_DONE,
+    MAPSTORE_MOVE_ABORTED,
+    MAPSTORE_MOVE_NSTATES
+} mapstore_move_state;
+
+typedef struct mapstore_node {
+    char id[KEEL_ID_MAX + 1];         /* 1..64 printable ASCII, no spaces */
+    char host[KEEL_HOST_MAX + 1];     /* likewise */
+    int port;                         /* 1..65535 */
+    char rack[MAPSTORE_RACK_MAX + 1]; /* 0..64 likewise; "" = none */
+    double capacity;                  /* finite, >= 0 */
+    mapstore_node_state state;
+    int64_t registered_at_ms;  /* set by the first upsert; read-only */
+    int64_t last_heartbeat_ms; /* see mapstore_node_heartbeat */
+} mapstore_node;
+
+typedef struct mapstore_partition {
+    unsigned id;                 /* 0..P-1 */
+    char owner[KEEL_ID_MAX + 1]; /* node id, or "" when unowned */
+    uint64_t epoch;              /* +1 at every ownership change; 0 = never owned */
+    int pinned;                  /* 0 or 1: the planner never moves it */
+} mapstore_partition;
+
+/* One entry of a bootstrap placement (mapstore_partition_place). */
+typedef struct mapstore_placement {
+    unsigned partition;
+    const char *owner; /* borrowed for the call */
+} mapstore_placement;
+
+typedef struct mapstore_move {
+    uint64_t id; /* assigned by mapstore_move_create; never reused */
+    unsigned partition;
+    char from[KEEL_ID_MAX + 1]; /* owner when planned */
+    char to[KEEL_ID_MAX + 1];
+    mapstore_move_state state;
+    uint64_t epoch; /* the partition's epoch when planned; commit makes it +1 */
+    uint64_t bytes; /* progress, as last recorded by mapstore_move_set_bytes */
+    int64_t at_ms[MAPSTORE_MOVE_NSTATES];       /* when it entered each state; 0 = never */
+    char reason[MAPSTORE_REASON_MAX + 1];       /* why it was planned */
+    char abort_reason[MAPSTORE_REASON_MAX + 1]; /* "" unless ABORTED */
+} mapstore_move;
+
+typedef struct mapstore_setting {
+    char name[MAPSTORE_SETTING_NAME_MAX + 1];   /* 1..64 printable ASCII, no spaces */
+    char value[MAPSTORE_SETTING_VALUE_MAX + 1]; /* 0..1024 bytes of text */
+    int64_t set_at_ms;
+} mapstore_setting;
+
+/* Age of a setting at now_ms, in ms; 0 if the clock went backwards. */
+static inline int64_t mapstore_setting_age_ms(const mapstore_setting *s, int64_t now_ms) {
+    return now_ms > s->set_at_ms ? now_ms - s->set_at_ms : 0;
+}
+
+/* Upper-case names ("UP", "CATCHING_UP"...), static; "?" for a bad value. */
+const char *mapstore_node_state_name(mapstore_node_state s);
+const char *mapstore_move_state_name(mapstore_move_state s);
+/* Parse an exact upper-case name. Return 0, or KEEL_EINVAL. */
+int mapstore_node_state_parse(const char *name, mapstore_node_state *out);
+int mapstore_move_state_parse(const char *name, mapstore_move_state *out);
+/* 1 if a move may go from state `from` to state `to` (the transitions listed
+ * at mapstore_move_state), else 0. */
+int mapstore_move_can_advance(mapstore_move_state from, mapstore_move_state to);
+
+/* ---- Creating and opening (SQLite backend) ----------------------------- */
+
+/* What an open must find; a mismatch fails the open with KEEL_EINVAL. */
+typedef struct mapstore_expect {
+    const char *cluster_id; /* NULL: any */
+    unsigned partitions;    /* 0: any */
+} mapstore_expect;
+
+/* Creates a new cluster map at path (a file) with P partitions, all unowned
+ * at epoch 0, a cluster id of 32 random hex digits (getrandom), term 0 and
+ * version 0, then opens it. The file appears complete or not at all: it is
+ * built under a temporary name beside path and linked into place.
+ *   path     borrowed for the call; its directory must exist
+ *   now_ms   recorded as the creation time
+ *   out      receives the handle (free with mapstore_free); NULL on failure
+ *   err      receives a one-line reason on failure (may be NULL if errcap 0)
+ * Errors: KEEL_EINVAL (P not a power of two in 16..16384, NULL arguments),
+ * KEEL_EEXIST (anything exists at path, or an SQLite -wal/-shm/-journal file
+ * beside it: an existing map is never overwritten), KEEL_EIO, KEEL_ENOMEM,
+ * and any error of mapstore_sqlite_open. */
+int mapstore_sqlite_create(const char *path, unsigned partitions, int64_t now_ms, mapstore **out,
+                           char *err, size_t errcap);
+
+/* Opens an existing map store. Never creates, repairs or resets anything: a
+ * file that is missing, damaged, of another kind or of another cluster is
+ * refused and left as it was.
+ *   expect   may be NULL (accept any cluster)
+ * Errors: KEEL_ENOTFOUND (nothing at path), KEEL_EINVAL (path not a regular
+ * file; expected cluster id or P differs), KEEL_ECORRUPT (not an SQLite
+ * database, integrity check failed, Keel tables inconsistent),
+ * KEEL_EWRONGTYPE (an SQLite database but not a Keel map store), KEEL_ERANGE
+ * (schema version unsupported), KEEL_EAGAIN (open elsewhere), KEEL_EIO,
+ * KEEL_ENOMEM. On failure *out is NULL and err holds the reason. */
+int mapstore_sqlite_open(const char *path, const mapstore_expect *expect, mapstore **out, char *err,
+                         size_t errcap);
+
+/* Closes the handle and releases the store. NULL is a no-op. */
+void mapstore_free(mapstore *ms);
+
+/* Why the last failed call on ms failed, for logs. Never NULL; valid until
+ * the next call on ms. */
+const char *mapstore_errmsg(const mapstore *ms);
+
+/* ---- Cluster identity, term, version ----------------------------------- */
+
+/* The cluster id, NUL-terminated; valid until mapstore_free. */
+const char *mapstore_cluster_id(const mapstore *ms);
+/* P, fixed at creation. */
+unsigned mapstore_partitions(const mapstore *ms);
+/* The current coordinator term (0 in a store that was never started). */
+uint64_t mapstore_term(const mapstore *ms);
+/* The current map version (see the top of this file). */
+uint64_t mapstore_version(const mapstore *ms);
+
+/* Adds one to the term, durably, and returns the new term in *term (may be
+ * NULL). A coordinator calls it once at every start, before it sends any
+ * directive (DESIGN invariant I3). Errors: KEEL_ERANGE, KEEL_EIO. */
+int mapstore_bump_term(mapstore *ms, uint64_t *term);
+
+/* ---- Nodes -------------------------------------------------------------
+ * Nodes are never deleted: a node that leaves becomes REMOVED, so move
+ * records and logs can always name it. */
+
+/* Registers node n or updates it. Insert: every field of n, with
+ * registered_at_ms = last_heartbeat_ms = now_ms. Update: host, port, rack,
+ * capacity and state from n, last_heartbeat_ms = now_ms; registered_at_ms
+ * is kept. n->registered_at_ms and n->last_heartbeat_ms are ignored. Adds
+ * one to the version on insert or when host, port or state changed.
+ * Errors: KEEL_EINVAL, KEEL_EIO. */
+int mapstore_node_upsert(mapstore *ms, const mapstore_node *n, int64_t now_ms);
+/* Fills *out with node id. Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
+int mapstore_node_get(mapstore *ms, const char *id, mapstore_node *out);
+/* All nodes, ordered by id: *out is malloc'd (caller frees with free(); NULL
+ * when *n is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
+int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n);
+/* Sets a node's state; +1 version if it changed (setting the same state is
+ * a successful no-op). Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
+int mapstore_node_set_state(mapstore *ms, const char *id, mapstore_node_state state);
+/* Records a heartbeat time. Each call is a synchronous transaction (an
+ * fsync): persist heartbeats sparingly (on state changes, or every few
+ * seconds), not every heartbeat of every node. Errors: KEEL_EINVAL,
+ * KEEL_ENOTFOUND. */
+int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms);
+
+/* ---- Partitions -------------------------------------------------------- */
+
+/* Fills *out with partition p. Errors: KEEL_ERANGE (p >= P). */
+int mapstore_partition_get(mapstore *ms, unsigned p, mapstore_partition *out);
+/* All P partitions, ordered by id: *out is malloc'd (caller frees), *n = P.
+ * Errors: KEEL_ENOMEM, KEEL_EIO. */
+int mapstore_partition_list(mapstore *ms, mapstore_partition **out, size_t *n);
+/* Gives partition p to node owner (NULL: no owner), +1 epoch, +1 version,
+ * in one transaction. The new epoch and version go to *epoch and *version
+ * (each may be NULL). Errors: KEEL_ERANGE (p >= P, or epoch/version
+ * overflow), KEEL_EINVAL (bad id), KEEL_ENOTFOUND (no such node), KEEL_EEXIST
+ * (owner already owns p, or owner is NULL and p is unowned: nothing is
+ * bumped). */
+int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner, uint64_t *epoch,
+                                 uint64_t *version);
+/* Bootstrap placement: gives each listed partition to its owner, +1 to each
+ * one's epoch, and +1 to the version once, all in one transaction. Every
+ * listed partition must be unowned and listed once; otherwise nothing
+ * changes. n == 0 changes nothing and returns 0. pl is borrowed for the
+ * call. The new version goes to *version (may be NULL).
+ * Errors: KEEL_ERANGE, KEEL_EINVAL (bad id, partition listed twice),
+ * KEEL_ENOTFOUND (no such node), KEEL_EEXIST (a partition already owned). */
+int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
+                             uint64_t *version);
+/* Pins (1) or unpins (0) partition p. Errors: KEEL_ERANGE, KEEL_EINVAL. */
+int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned);
+
+/* ---- Moves ------------------------------------------------------------- */
+
+/* Records a new move of partition p from its current owner to node `to`, as
+ * PLANNED at now_ms, with the partition's current epoch. reason (NULL = "")
+ * is at most MAPSTORE_REASON_MAX bytes. The new id goes to *id (may be
+ * NULL).
+ * Errors: KEEL_ERANGE, KEEL_EINVAL (bad id or reason; p unowned; `to`
+ * already owns p), KEEL_ENOTFOUND (no node `to`), KEEL_EEXIST (p already has
+ * a move in flight). */
+int mapstore_move_create(mapstore *ms, unsigned p, const char *to, const char *reason,
+                         int64_t now_ms, uint64_t *id);
+/* Fills *out with move id. Errors: KEEL_ENOTFOUND. */
+int mapstore_move_get(mapstore *ms, uint64_t id, mapstore_move *out);
+/* Moves ordered by id: all of them, or (unfinished != 0) only those not DONE
+ * or ABORTED, which is what a restarted coordinator must resume. *out is
+ * malloc'd (caller frees; NULL when *n is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
+int mapstore_move_list(mapstore *ms, int unfinished, mapstore_move **out, size_t *n);
+/* Advances move id to state, recording now_ms as the time it entered that
+ * state. Only the transitions listed at mapstore_move_state are legal, and
+ * COMMITTED is not reachable this way. abort_reason (NULL = "") is recorded
+ * when state is ABORTED and must be NULL otherwise.
+ * Errors: KEEL_EINVAL (illegal transition, bad reason), KEEL_ENOTFOUND. */
+int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state, int64_t now_ms,
+                          const char *abort_reason);
+/* Records the bytes a move has transferred so far. Errors: KEEL_ERANGE
+ * (>= 2^63), KEEL_ENOTFOUND. */
+int mapstore_move_set_bytes(mapstore *ms, uint64_t id, uint64_t bytes);
+/* The commit of DESIGN §6 step 5, in one transaction: the move must be
+ * FENCED and its partition still owned by move.from at move.epoch; then
+ * owner = move.to, epoch + 1, version + 1, and the move becomes COMMITTED at
+ * now_ms. New epoch and version go to *epoch and *version (may be NULL).
+ * Errors: KEEL_ENOTFOUND, KEEL_EINVAL (not FENCED, or the partition's owner
+ * or epoch changed since the move was planned), KEEL_ERANGE. */
+int mapstore_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *epoch,
+                         uint64_t *version);
+
+/* ---- Settings ---------------------------------------------------------- */
+
+/* Sets name = value (text, NUL-terminated) at now_ms, replacing any old
+ * value. Errors: KEEL_EINVAL (bad name, value too long). */
+int mapstore_setting_set(mapstore *ms, const char *name, const char *value, int64_t now_ms);
+/* Fills *out. Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
+int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out);
+/* Removes a setting (back to its default). Errors: KEEL_EINVAL,
+ * KEEL_ENOTFOUND. */
+int mapstore_setting_unset(mapstore *ms, const char *name);
+/* All settings ordered by name; *out malloc'd (caller frees; NULL when *n
+ * is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
+int mapstore_setting_list(mapstore *ms, mapstore_setting **out, size_t *n);
+
+/* ---- Backend interface (for backend implementations only) --------------
+ * A backend implements these on its own state (`impl`). mapstore.c has
+ * already checked every argument against the contracts above (ids, lengths,
+ * enums, p < P, NULL outputs); what needs the stored state (does the node
+ * exist, is the transition legal, is the partition owned) is the backend's
+ * job. Each mutating function must be one atomic, durable transaction and
+ * must report failures with mapstore__errf. term and version return the
+ * values committed so far. */
+typedef struct mapstore_ops {
+    void (*close)(void *impl);
+    uint64_t (*term)(void *impl);
+    uint64_t (*version)(void *impl);
+    int (*bump_term)(mapstore *ms, uint64_t *term);
+    int (*node_upsert)(mapstore *ms, const mapstore_node *n, int64_t now_ms);
+    int (*node_get)(mapstore *ms, const char *id, mapstore_node *out);
+    int (*node_list)(mapstore *ms, mapstore_node **out, size_t *n);
+    int (*node_set_state)(mapstore *ms, const char *id, mapstore_node_state state);
+    int (*node_heartbeat)(mapstore *ms, const char *id, int64_t now_ms);
+    int (*partition_get)(mapstore *ms, unsigned p, mapstore_partition *out);
+    int (*partition_list)(mapstore *ms, mapstore_partition **out, size_t *n);
+    int (*partition_set_owner)(mapstore *ms, unsigned p, const char *owner, uint64_t *epoch,
+                               uint64_t *version);
+    int (*partition_place)(mapstore *ms, const mapstore_placement *pl, size_t n, uint64_t *version);
+    int (*partition_set_pinned)(mapstore *ms, unsigned p, int pinned);
+    int (*move_create)(mapstore *ms, unsigned p, const char *to, const char *reason, int64_t now_ms,
+                       uint64_t *id);
+    int (*move_get)(mapstore *ms, uint64_t id, mapstore_move *out);
+    int (*move_list)(mapstore *ms, int unfinished, mapstore_move **out, size_t *n);
+    int (*move_advance)(mapstore *ms, uint64_t id, mapstore_move_state state, int64_t now_ms,
+                        const char *abort_reason);
+    int (*move_set_bytes)(mapstore *ms, uint64_t id, uint64_t bytes);
+    int (*move_commit)(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *epoch,
+                       uint64_t *version);
+    int (*setting_set)(mapstore *ms, const char *name, const char *value, int64_t now_ms);
+    int (*setting_get)(mapstore *ms, const char *name, mapstore_setting *out);
+    int (*setting_unset)(mapstore *ms, const char *name);
+    int (*setting_list)(mapstore *ms, mapstore_setting **out, size_t *n);
+} mapstore_ops;
+
+/* Wraps an opened backend in a handle. cluster_id is copied. On success the
+ * handle owns impl (mapstore_free calls ops->close); on failure (KEEL_ENOMEM,
+ * KEEL_EINVAL) the caller still owns it. */
+int mapstore__new(const mapstore_ops *ops, void *impl, const char *cluster_id, unsigned partitions,
+                  mapstore **out);
+/* The backend state given to mapstore__new. */
+void *mapstore__impl(const mapstore *ms);
+/* Checks the handle against expect; on mismatch writes the reason to err and
+ * returns KEEL_EINVAL. */
+int mapstore__check_expect(const mapstore *ms, const mapstore_expect *expect, char *err,
+                           size_t errcap);
+/* Records why a call failed (for mapstore_errmsg) and returns rc. */
+int mapstore__errf(mapstore *ms, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* 1 if s is a valid id (node id, host, setting name): 1..max bytes, each
+ * printable ASCII and not a space. allow_empty admits "". */
+int mapstore__valid_id(const char *s, size_t max, int allow_empty);
+
+#endif

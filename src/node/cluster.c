@@ -1,0 +1,138 @@
+/* cluster.c - the node in a coordinated cluster; see cluster.h.
+ *
+ * The map arrives as JSON (the --map file format plus "term") in admitted
+ * directives from coordlink. Before the partition table exists the first map
+ * is only kept; afterwards each newer map is installed with
+ * ptable_apply_map (which refuses older versions) and persisted in the data
+ * directory, so a restarted node serves its SERVING partitions from the last
+ * map it had even while the coordinator is unreachable (DESIGN §5).
+ */
+#include "node/cluster.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "node/coordlink.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+static int parse_map(const char *json, size_t len, keel_map *m, char *err, size_t cap) {
+    char *text = malloc(len + 1);
+    if (!text) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
+    memcpy(text, json, len);
+    text[len] = 0;
+    int rc = keel_map_parse_json(text, m, err, cap);
+    free(text);
+    return rc;
+}
+
+static void on_map(void *arg, const char *json, size_t len) {
+    server *s = arg;
+    if (!s->pt) { /* start-up: keep the first one for node_cluster_start */
+        s->first_map.len = 0;
+        kbuf_append(&s->first_map, json, len);
+        s->have_first_map = 1;
+        return;
+    }
+    keel_map m;
+    char err[256];
+    if (parse_map(json, len, &m, err, sizeof err)) {
+        keel_log(KEEL_LOG_ERROR, "map_rejected", "reason=\"%s\"", err);
+        return;
+    }
+    uint64_t version = m.version, old = ptable_map(s->pt)->version;
+    int rc = ptable_apply_map(s->pt, &m);
+    if (rc) {
+        keel_log(KEEL_LOG_WARN, "map_rejected", "version=%llu have=%llu reason=%s",
+                 (unsigned long long)version, (unsigned long long)old,
+                 rc == KEEL_ERANGE ? "older-than-current" : "partition-count-differs");
+        keel_map_close(&m);
+        return;
+    }
+    if (store_meta_put(s->st, "map", json, len))
+        keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu", (unsigned long long)version);
+    keel_log(KEEL_LOG_INFO, "map_installed", "version=%llu previous=%llu epoch=%llu",
+             (unsigned long long)version, (unsigned long long)old,
+             (unsigned long long)ptable_self_epoch(s->pt));
+}
+
+static uint64_t map_version(void *arg) {
+    server *s = arg;
+    return s->pt ? ptable_map(s->pt)->version : 0;
+}
+
+/* {"disk_used":N,"disk_capacity":N,"partitions":[[p,bytes,keys,ops],...]}
+ * for the partitions this node serves or holds data of. */
+static void metrics_json(void *arg, kbuf *b) {
+    server *s = arg;
+    struct statvfs vfs;
+    unsigned long long used = 0, total = 0;
+    if (statvfs(s->cfg.dir, &vfs) == 0) {
+        total = (unsigned long long)vfs.f_blocks * vfs.f_frsize;
+        used = total - (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+    }
+    kbuf_printf(b, "{\"disk_used\":%llu,\"disk_capacity\":%llu,\"partitions\":[", used, total);
+    unsigned np = s->pt ? ptable_partitions(s->pt) : 0, per = np ? 16384u / np : 0;
+    int first = 1;
+    for (unsigned p = 0; p < np; p++) {
+        uint64_t keys = 0, bytes = 0, k, by;
+        for (unsigned sl = p * per; sl < (p + 1) * per; sl++) {
+            store_slot_stats(s->st, sl, &k, &by);
+            keys += k;
+            bytes += by;
+        }
+        part_state st = ptable_state(s->pt, p);
+        if (st != PART_SERVING && st != PART_OUTGOING && st != PART_FENCED && !keys) continue;
+        kbuf_printf(b, "%s[%u,%llu,%llu,%.3f]", first ? "" : ",", p, (unsigned long long)bytes,
+                    (unsigned long long)keys, s->mx->part_rate[p]);
+        first = 0;
+    }
+    kbuf_appendstr(b, "]}");
+}
+
+int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
+    peerauth_secret secret;
+    int rc = peerauth_secret_load(s->cfg.secret_file, &secret, err, cap);
+    if (rc) return rc;
+    coordlink_config lc = {.host = s->cfg.coord_host,
+                           .port = s->cfg.coord_port,
+                           .self_id = s->cfg.id,
+                           .adv_host = s->cfg.announce_host,
+                           .adv_port = s->cfg.port,
+                           .rack = s->cfg.rack,
+                           .capacity = s->cfg.capacity,
+                           .heartbeat_ms = 1000};
+    coordlink_cbs cbs = {.on_map = on_map, .metrics = metrics_json, .map_version = map_version};
+    char *saved = NULL;
+    size_t len = 0;
+    if (store_meta_get(s->st, "map", &saved, &len) == 0) {
+        rc = parse_map(saved, len, m, err, cap);
+        free(saved);
+        if (rc) return rc;
+        keel_log(KEEL_LOG_INFO, "map_loaded", "version=%llu source=data-dir",
+                 (unsigned long long)m->version);
+    }
+    s->link = coordlink_start(s->loop, &lc, &secret, &cbs, s);
+    peerauth_secret_wipe(&secret);
+    if (!s->link) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
+    if (saved) return 0;
+    keel_log(KEEL_LOG_INFO, "waiting_for_map", "coord=%s:%d", s->cfg.coord_host, s->cfg.coord_port);
+    while (!s->have_first_map && !s->stopping)
+        uv_run(s->loop, UV_RUN_ONCE);
+    if (!s->have_first_map)
+        return snprintf(err, cap, "stopped before the first map arrived"), KEEL_EAGAIN;
+    if ((rc = parse_map(s->first_map.p, s->first_map.len, m, err, cap))) return rc;
+    if (store_meta_put(s->st, "map", s->first_map.p, s->first_map.len))
+        keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu",
+                 (unsigned long long)m->version);
+    kbuf_close(&s->first_map);
+    keel_log(KEEL_LOG_INFO, "map_loaded", "version=%llu source=coordinator",
+             (unsigned long long)m->version);
+    return 0;
+}
+
+void node_cluster_stop(server *s, int leave) {
+    coordlink_stop(s->link, leave);
+    s->link = NULL;
+}

@@ -1,0 +1,19 @@
+/* cluster.h - the node's side of a coordinated cluster (--coord): the first
+ * map at start-up, map directives at run time, metrics for heartbeats. */
+#ifndef KEEL_CLUSTER_H
+#define KEEL_CLUSTER_H
+
+#include <stddef.h>
+
+#include "node/server.h"
+
+/* Loads the cluster secret, starts the coordinator link and produces the
+ * map to start with: the one persisted in the data directory, or else the
+ * first one the coordinator sends (running the loop until it arrives or a
+ * signal stops the node). Returns 0 with *m filled, or a negative KEEL_E*
+ * with a reason in err. */
+int node_cluster_start(server *s, keel_map *m, char *err, size_t cap);
+/* Tells the coordinator we are leaving (if leave) and drops the link. */
+void node_cluster_stop(server *s, int leave);
+
+#endif

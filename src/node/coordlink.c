@@ -1,0 +1,281 @@
+/* coordlink.c - see coordlink.h. A small state machine over hiredis async:
+ *
+ *   DOWN --dial--> HELLO --challenge ok--> PROOF --+OK--> REGISTER --+OK--> READY
+ *     ^                                                                   |
+ *     +------ any error, reply error or disconnect (redial after 1 s) ----+
+ *
+ * READY sends KEEL.HEARTBEAT every heartbeat_ms, one at a time.
+ */
+#include "node/coordlink.h"
+#include "core/directive.h"
+#include "core/err.h"
+#include "core/log.h"
+
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COORD_PEER_ID "coordinator"
+#define REDIAL_MS 1000
+
+typedef enum { L_DOWN, L_HELLO, L_PROOF, L_REGISTER, L_READY } link_state;
+
+struct coordlink {
+    uv_loop_t *loop;
+    coordlink_config cfg;
+    char host[256], self_id[65], adv_host[256], rack[65];
+    peerauth_secret secret;
+    coordlink_cbs cbs;
+    void *arg;
+    redisAsyncContext *ac;
+    peerauth *pa;
+    link_state state;
+    int hb_in_flight;
+    int stopping;
+    int refs; /* the timer, plus the hiredis context while one exists */
+    directive_guard *guard;
+    uv_timer_t timer; /* redial in DOWN, heartbeat in READY */
+};
+
+static void link_fail(coordlink *l, const char *why, const char *detail);
+
+static void on_timer(uv_timer_t *t);
+
+static void arm(coordlink *l, int ms) {
+    if (!l->stopping) uv_timer_start(&l->timer, on_timer, (uint64_t)ms, 0);
+}
+
+static int send_argv(coordlink *l, redisCallbackFn *cb, int argc, const char **argv) {
+    return redisAsyncCommandArgv(l->ac, cb, l, argc, argv, NULL);
+}
+
+static void on_register(redisAsyncContext *ac, void *r, void *priv);
+static void on_heartbeat(redisAsyncContext *ac, void *r, void *priv);
+
+static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
+    coordlink *l = priv;
+    if (l->stopping) return;
+    redisReply *r = reply;
+    if (!r || r->type != REDIS_REPLY_STATUS) {
+        link_fail(l, "auth-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+        return;
+    }
+    char port[16], cap[32];
+    snprintf(port, sizeof port, "%d", l->cfg.adv_port);
+    snprintf(cap, sizeof cap, "%g", l->cfg.capacity);
+    const char *argv[] = {"KEEL.REGISTER", l->adv_host, port, l->rack[0] ? l->rack : "-", cap};
+    l->state = L_REGISTER;
+    send_argv(l, on_register, 5, argv);
+}
+
+static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
+    coordlink *l = priv;
+    if (l->stopping) return;
+    redisReply *r = reply;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+        link_fail(l, "auth-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
+        return;
+    }
+    redisReply **e = r->element;
+    peerauth_proof proof;
+    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
+        e[2]->type != REDIS_REPLY_STRING ||
+        peerauth_client_challenge(l->pa, e[0]->str, e[0]->len, e[1]->str, e[1]->len, e[2]->str,
+                                  e[2]->len, &proof)) {
+        link_fail(l, "coordinator-not-proven", peerauth_reason_name(peerauth_reason_of(l->pa)));
+        return;
+    }
+    if (strcmp(peerauth_peer_id(l->pa), COORD_PEER_ID) != 0) {
+        link_fail(l, "peer-is-not-the-coordinator", peerauth_peer_id(l->pa));
+        return;
+    }
+    const char *argv[] = {"KEEL.AUTH", "PROOF", proof.proof};
+    l->state = L_PROOF;
+    send_argv(l, on_proof, 3, argv);
+}
+
+static void link_unref(coordlink *l);
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    coordlink *l = ac->data;
+    if (l->stopping) return;
+    if (status != REDIS_OK) { /* hiredis frees the context after this */
+        l->ac = NULL;
+        l->refs--;
+        link_fail(l, "connect-failed", ac->errstr);
+        return;
+    }
+    peerauth_free(l->pa);
+    l->pa = peerauth_new(PEERAUTH_CLIENT, l->self_id, &l->secret);
+    peerauth_hello h;
+    if (!l->pa || peerauth_client_hello(l->pa, &h)) {
+        link_fail(l, "auth-setup", "out of memory or randomness");
+        return;
+    }
+    const char *argv[] = {"KEEL.AUTH", "HELLO", h.id, h.nonce};
+    l->state = L_HELLO;
+    send_argv(l, on_challenge, 4, argv);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    coordlink *l = ac->data;
+    l->ac = NULL;
+    if (l->stopping) {
+        link_unref(l);
+        return;
+    }
+    l->refs--;
+    if (l->state != L_DOWN)
+        keel_log(KEEL_LOG_WARN, "coord_link_lost", "coord=%s:%d", l->host, l->cfg.port);
+    l->state = L_DOWN;
+    l->hb_in_flight = 0;
+    arm(l, REDIAL_MS);
+}
+
+static void dial(coordlink *l) {
+    l->ac = redisAsyncConnect(l->host, l->cfg.port);
+    if (!l->ac || l->ac->err) {
+        keel_log(KEEL_LOG_WARN, "coord_dial_failed", "coord=%s:%d err=\"%s\"", l->host, l->cfg.port,
+                 l->ac ? l->ac->errstr : "out of memory");
+        if (l->ac) redisAsyncFree(l->ac);
+        l->ac = NULL;
+        arm(l, REDIAL_MS);
+        return;
+    }
+    l->ac->data = l;
+    l->refs++;
+    redisLibuvAttach(l->ac, l->loop);
+    redisAsyncSetConnectCallback(l->ac, on_connect);
+    redisAsyncSetDisconnectCallback(l->ac, on_disconnect);
+}
+
+static void link_fail(coordlink *l, const char *why, const char *detail) {
+    char q[256];
+    keel_log(KEEL_LOG_WARN, "coord_link_failed", "coord=%s:%d reason=%s detail=%s", l->host,
+             l->cfg.port, why,
+             keel_log_quote(q, sizeof q, detail ? detail : "", detail ? strlen(detail) : 0));
+    l->state = L_DOWN;
+    if (l->ac)
+        redisAsyncDisconnect(l->ac); /* on_disconnect re-arms the dial */
+    else
+        arm(l, REDIAL_MS);
+}
+
+static void send_heartbeat(coordlink *l) {
+    if (l->hb_in_flight || !l->ac) return;
+    char ver[32];
+    snprintf(ver, sizeof ver, "%llu", (unsigned long long)l->cbs.map_version(l->arg));
+    kbuf m;
+    kbuf_init(&m);
+    l->cbs.metrics(l->arg, &m);
+    kbuf_append(&m, "", 1);
+    const char *argv[] = {"KEEL.HEARTBEAT", ver, m.p ? m.p : "{}"};
+    l->hb_in_flight = send_argv(l, on_heartbeat, 3, argv) == REDIS_OK;
+    kbuf_close(&m);
+}
+
+static void on_register(redisAsyncContext *ac, void *reply, void *priv) {
+    coordlink *l = priv;
+    if (l->stopping) return;
+    redisReply *r = reply;
+    if (!r || r->type != REDIS_REPLY_STATUS) {
+        link_fail(l, "register-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+        return;
+    }
+    keel_log(KEEL_LOG_INFO, "coord_registered", "coord=%s:%d node=%s", l->host, l->cfg.port,
+             l->self_id);
+    l->state = L_READY;
+    send_heartbeat(l);
+    arm(l, l->cfg.heartbeat_ms);
+}
+
+static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
+    coordlink *l = priv;
+    if (l->stopping) return;
+    redisReply *r = reply;
+    l->hb_in_flight = 0;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER) {
+        link_fail(l, "heartbeat-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
+        return;
+    }
+    redisReply *map = r->element[3];
+    if (map->type != REDIS_REPLY_STRING) return;
+    uint64_t term = (uint64_t)r->element[0]->integer, seq = (uint64_t)r->element[1]->integer;
+    directive_verdict v = directive_admit(l->guard, 1, term, seq);
+    if (v != DIRECTIVE_ACCEPT) {
+        keel_log(KEEL_LOG_WARN, "directive_dropped", "reason=%s term=%llu seq=%llu",
+                 directive_verdict_name(v), (unsigned long long)term, (unsigned long long)seq);
+        return;
+    }
+    l->cbs.on_map(l->arg, map->str, map->len);
+}
+
+static void on_timer(uv_timer_t *t) {
+    coordlink *l = t->data;
+    if (l->stopping) return;
+    if (l->state == L_DOWN && !l->ac) {
+        dial(l);
+        return;
+    }
+    if (l->state == L_READY) {
+        send_heartbeat(l);
+        arm(l, l->cfg.heartbeat_ms);
+    }
+}
+
+coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
+                           const peerauth_secret *secret, const coordlink_cbs *cbs, void *arg) {
+    coordlink *l = calloc(1, sizeof *l);
+    if (!l || !(l->guard = directive_guard_new())) {
+        free(l);
+        return NULL;
+    }
+    l->loop = loop;
+    l->cfg = *cfg;
+    snprintf(l->host, sizeof l->host, "%s", cfg->host);
+    snprintf(l->self_id, sizeof l->self_id, "%s", cfg->self_id);
+    snprintf(l->adv_host, sizeof l->adv_host, "%s", cfg->adv_host);
+    snprintf(l->rack, sizeof l->rack, "%s", cfg->rack ? cfg->rack : "");
+    if (l->cfg.heartbeat_ms <= 0) l->cfg.heartbeat_ms = 1000;
+    l->secret = *secret;
+    l->cbs = *cbs;
+    l->arg = arg;
+    uv_timer_init(loop, &l->timer);
+    l->timer.data = l;
+    l->refs = 1;
+    uv_timer_start(&l->timer, on_timer, 0, 0);
+    return l;
+}
+
+int coordlink_ready(const coordlink *l) {
+    return l && l->state == L_READY;
+}
+
+static void link_unref(coordlink *l) {
+    if (--l->refs > 0) return;
+    peerauth_free(l->pa);
+    directive_guard_free(l->guard);
+    peerauth_secret_wipe(&l->secret);
+    free(l);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+    link_unref(h->data);
+}
+
+void coordlink_stop(coordlink *l, int leave) {
+    if (!l || l->stopping) return;
+    l->stopping = 1;
+    if (l->ac) {
+        if (leave && l->state == L_READY) {
+            const char *argv[] = {"KEEL.LEAVE"};
+            redisAsyncCommandArgv(l->ac, NULL, NULL, 1, argv, NULL);
+        }
+        redisAsyncDisconnect(l->ac); /* after pending replies; on_disconnect unrefs */
+    }
+    uv_close((uv_handle_t *)&l->timer, on_timer_closed);
+}

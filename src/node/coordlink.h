@@ -1,0 +1,53 @@
+/* coordlink.h - a node's link to the coordinator (DESIGN.md §7, §9).
+ *
+ * The node dials the coordinator, proves the cluster secret with the mutual
+ * KEEL.AUTH handshake (core/peerauth: the coordinator must prove it too, as
+ * id "coordinator"), registers with KEEL.REGISTER, then heartbeats every
+ * heartbeat_ms with its metrics. A heartbeat reply carries the map whenever
+ * the node's is older: that is a directive (term, seq), admitted through a
+ * directive_guard (invariant I3: only this authenticated connection, never a
+ * stale term, never a replay) before the node's callback sees it. Lost
+ * connections are redialled every second. All on the node's loop thread.
+ */
+#ifndef KEEL_COORDLINK_H
+#define KEEL_COORDLINK_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/buf.h"
+#include "core/peerauth.h"
+
+typedef struct coordlink coordlink;
+
+typedef struct coordlink_config {
+    const char *host; /* the coordinator */
+    int port;
+    const char *self_id;  /* our node id (proven in the handshake) */
+    const char *adv_host; /* where clients reach us */
+    int adv_port;
+    const char *rack; /* "" = none */
+    double capacity;
+    int heartbeat_ms;
+} coordlink_config;
+
+typedef struct coordlink_cbs {
+    /* An admitted map directive: JSON text, valid for the call only. */
+    void (*on_map)(void *arg, const char *json, size_t len);
+    /* Appends this node's metrics JSON for a heartbeat (see coord_cmd.c). */
+    void (*metrics)(void *arg, kbuf *out);
+    /* The map version the node holds (heartbeats ask for newer ones). */
+    uint64_t (*map_version)(void *arg);
+} coordlink_cbs;
+
+/* Starts dialling. Strings in cfg are copied; *secret is copied. Returns
+ * NULL on out-of-memory. */
+coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
+                           const peerauth_secret *secret, const coordlink_cbs *cbs, void *arg);
+/* Best-effort KEEL.LEAVE, then disconnects and frees once the loop has
+ * closed the handles. NULL is a no-op. */
+void coordlink_stop(coordlink *l, int leave);
+/* 1 once registered on the current connection. */
+int coordlink_ready(const coordlink *l);
+
+#endif

@@ -1,0 +1,998 @@
+/* test-mapstore.c - unit tests for src/coord/mapstore*: create and open,
+ * refusal of corrupt, foreign and mismatched stores, every table's round
+ * trip across a reopen, the epoch/version rules of ownership changes, move
+ * transitions, settings ages, the term, and durability without a close.
+ * Each case gets a fresh temporary directory (mkdtemp), removed afterwards.
+ * Times are fixed constants: the store never reads a clock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "coord/mapstore.h"
+#include "core/err.h"
+
+#include <ftw.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NOW 1700000000000LL
+
+typedef struct fx {
+    char dir[64];
+    char path[128];
+    mapstore *ms;
+} fx;
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    strcpy(f->dir, "/tmp/keel-test-mapstore-XXXXXX");
+    if (!mkdtemp(f->dir)) return -1;
+    snprintf(f->path, sizeof f->path, "%s/map.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    mapstore_free(f->ms);
+    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* Creates a store of P partitions at f->path, open in f->ms. */
+static void create(fx *f, unsigned partitions) {
+    char err[MAPSTORE_ERR_MAX];
+    int rc = mapstore_sqlite_create(f->path, partitions, NOW, &f->ms, err, sizeof err);
+    if (rc) fprintf(stderr, "create: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_non_null(f->ms);
+}
+
+/* Closes and reopens f->ms (no expectations). */
+static void reopen(fx *f) {
+    char err[MAPSTORE_ERR_MAX];
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    int rc = mapstore_sqlite_open(f->path, NULL, &f->ms, err, sizeof err);
+    if (rc) fprintf(stderr, "open: %s\n", err);
+    assert_int_equal(rc, 0);
+}
+
+/* Opens f->path expecting failure; returns the code and checks err is set. */
+static int open_fails(fx *f, const mapstore_expect *ex) {
+    char err[MAPSTORE_ERR_MAX] = "";
+    mapstore *ms = (mapstore *)1;
+    int rc = mapstore_sqlite_open(f->path, ex, &ms, err, sizeof err);
+    assert_true(rc < 0);
+    assert_null(ms);
+    assert_true(strlen(err) > 0);
+    return rc;
+}
+
+static mapstore_node node(const char *id, const char *host, int port) {
+    mapstore_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.id, sizeof n.id, "%s", id);
+    snprintf(n.host, sizeof n.host, "%s", host);
+    n.port = port;
+    snprintf(n.rack, sizeof n.rack, "r1");
+    n.capacity = 1.0;
+    n.state = MAPSTORE_NODE_UP;
+    return n;
+}
+
+static void add_node(mapstore *ms, const char *id, int port) {
+    mapstore_node n = node(id, "127.0.0.1", port);
+    assert_int_equal(mapstore_node_upsert(ms, &n, NOW), 0);
+}
+
+/* Reads a whole file into a malloc'd buffer. */
+static char *slurp(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    rewind(fp);
+    char *buf = malloc(*len + 1);
+    assert_int_equal(fread(buf, 1, *len, fp), *len);
+    fclose(fp);
+    return buf;
+}
+
+static void spit(const char *path, const void *data, size_t len) {
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+}
+
+static int exists(const char *dir, const char *name) {
+    char p[256];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+/* Refusing a bad file must leave it byte for byte as it was, with no
+ * SQLite side files created next to it. */
+static void check_refused_untouched(fx *f, int want) {
+    size_t n0, n1;
+    char *before = slurp(f->path, &n0);
+    assert_int_equal(open_fails(f, NULL), want);
+    char *after = slurp(f->path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    assert_false(exists(f->path, "-wal"));
+    assert_false(exists(f->path, "-journal"));
+    free(before);
+    free(after);
+}
+
+/* Runs one SQL statement on the store file directly (to forge damage). */
+static void raw_sql(const char *path, const char *sql) {
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* ---- Create and open ----------------------------------------------------- */
+
+/* A new store has P unowned partitions, a hex cluster id, term and version
+ * 0, and reopens to the same identity. */
+static void test_create_open_roundtrip(void **state) {
+    fx *f = *state;
+    create(f, 64);
+    char id[MAPSTORE_CLUSTER_ID_MAX + 1];
+    strcpy(id, mapstore_cluster_id(f->ms));
+    assert_int_equal(strlen(id), 32);
+    assert_int_equal(strspn(id, "0123456789abcdef"), 32);
+    assert_int_equal(mapstore_partitions(f->ms), 64);
+    assert_int_equal(mapstore_term(f->ms), 0);
+    assert_int_equal(mapstore_version(f->ms), 0);
+    mapstore_free(f->ms);
+    char err[MAPSTORE_ERR_MAX];
+    mapstore_expect ex = {id, 64};
+    assert_int_equal(mapstore_sqlite_open(f->path, &ex, &f->ms, err, sizeof err), 0);
+    assert_string_equal(mapstore_cluster_id(f->ms), id);
+    assert_int_equal(mapstore_partitions(f->ms), 64);
+}
+
+/* Two clusters never get the same generated id. */
+static void test_cluster_ids_differ(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    char other[160], err[MAPSTORE_ERR_MAX];
+    snprintf(other, sizeof other, "%s/other.db", f->dir);
+    mapstore *ms2;
+    assert_int_equal(mapstore_sqlite_create(other, 16, NOW, &ms2, err, sizeof err), 0);
+    assert_string_not_equal(mapstore_cluster_id(f->ms), mapstore_cluster_id(ms2));
+    mapstore_free(ms2);
+}
+
+/* P must be a power of two in 16..16384; a refused create leaves no file. */
+static void test_create_bad_partitions(void **state) {
+    fx *f = *state;
+    unsigned bad[] = {0, 8, 17, 1000, 32768};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char err[MAPSTORE_ERR_MAX] = "";
+        mapstore *ms = NULL;
+        assert_int_equal(mapstore_sqlite_create(f->path, bad[i], NOW, &ms, err, sizeof err),
+                         KEEL_EINVAL);
+        assert_null(ms);
+        assert_true(strlen(err) > 0);
+        assert_false(exists(f->path, ""));
+    }
+    create(f, 16384);
+    assert_int_equal(mapstore_partitions(f->ms), 16384);
+}
+
+/* Creating over an existing store fails and leaves it intact. */
+static void test_create_over_existing_refused(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    char id[MAPSTORE_CLUSTER_ID_MAX + 1], err[MAPSTORE_ERR_MAX];
+    strcpy(id, mapstore_cluster_id(f->ms));
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    mapstore *ms = NULL;
+    assert_int_equal(mapstore_sqlite_create(f->path, 32, NOW, &ms, err, sizeof err), KEEL_EEXIST);
+    assert_null(ms);
+    reopen(f);
+    assert_string_equal(mapstore_cluster_id(f->ms), id);
+    assert_int_equal(mapstore_partitions(f->ms), 16);
+}
+
+/* Creating over any file, or beside a stray -wal, fails untouched. */
+static void test_create_over_garbage_or_wal_refused(void **state) {
+    fx *f = *state;
+    char err[MAPSTORE_ERR_MAX], wal[160];
+    mapstore *ms = NULL;
+    spit(f->path, "hello", 5);
+    assert_int_equal(mapstore_sqlite_create(f->path, 16, NOW, &ms, err, sizeof err), KEEL_EEXIST);
+    size_t n;
+    char *buf = slurp(f->path, &n);
+    assert_int_equal(n, 5);
+    free(buf);
+    unlink(f->path);
+    snprintf(wal, sizeof wal, "%s-wal", f->path);
+    spit(wal, "x", 1);
+    assert_int_equal(mapstore_sqlite_create(f->path, 16, NOW, &ms, err, sizeof err), KEEL_EEXIST);
+    assert_false(exists(f->path, ""));
+}
+
+/* Creation leaves nothing but the store itself in the directory. */
+static void test_create_leaves_no_temp_files(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", f->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Opening a missing path is KEEL_ENOTFOUND and creates nothing. */
+static void test_open_missing(void **state) {
+    fx *f = *state;
+    assert_int_equal(open_fails(f, NULL), KEEL_ENOTFOUND);
+    assert_false(exists(f->path, ""));
+}
+
+/* A file of garbage is refused as corrupt and left byte for byte as it was. */
+static void test_open_garbage_refused(void **state) {
+    fx *f = *state;
+    char junk[8192];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)(i * 131 + 7);
+    spit(f->path, junk, sizeof junk);
+    check_refused_untouched(f, KEEL_ECORRUPT);
+}
+
+/* An empty file is refused (never initialised into a fresh map). */
+static void test_open_empty_file_refused(void **state) {
+    fx *f = *state;
+    spit(f->path, "", 0);
+    assert_int_equal(open_fails(f, NULL), KEEL_ECORRUPT);
+    struct stat sb;
+    assert_int_equal(stat(f->path, &sb), 0);
+    assert_int_equal(sb.st_size, 0);
+}
+
+/* A real store with a damaged page is refused as corrupt, untouched. */
+static void test_open_damaged_page_refused(void **state) {
+    fx *f = *state;
+    create(f, 1024);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    size_t n;
+    char *buf = slurp(f->path, &n);
+    assert_true(n > 3 * 4096);
+    memset(buf + 2 * 4096, 0xA5, 4096); /* page 3: part of a table */
+    spit(f->path, buf, n);
+    free(buf);
+    check_refused_untouched(f, KEEL_ECORRUPT);
+}
+
+/* An SQLite database of some other program is refused as the wrong type. */
+static void test_open_foreign_sqlite_refused(void **state) {
+    fx *f = *state;
+    raw_sql(f->path, "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);");
+    check_refused_untouched(f, KEEL_EWRONGTYPE);
+}
+
+/* A store of a schema version this build does not know is refused. */
+static void test_open_unknown_schema_refused(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    raw_sql(f->path, "PRAGMA user_version = 99;");
+    assert_int_equal(open_fails(f, NULL), KEEL_ERANGE);
+}
+
+/* A store whose partitions table lost a row is refused as corrupt. */
+static void test_open_missing_partition_row_refused(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    raw_sql(f->path, "DELETE FROM partitions WHERE id = 7;");
+    assert_int_equal(open_fails(f, NULL), KEEL_ECORRUPT);
+}
+
+/* Opening with a different expected P is refused and changes nothing. */
+static void test_open_wrong_partitions_refused(void **state) {
+    fx *f = *state;
+    create(f, 32);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    mapstore_expect ex = {NULL, 64};
+    assert_int_equal(open_fails(f, &ex), KEEL_EINVAL);
+    reopen(f);
+    assert_int_equal(mapstore_partitions(f->ms), 32);
+}
+
+/* Opening with another cluster's id is refused. */
+static void test_open_wrong_cluster_id_refused(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    mapstore_expect ex = {"0123456789abcdef0123456789abcdef", 16};
+    assert_int_equal(open_fails(f, &ex), KEEL_EINVAL);
+}
+
+/* A store already open elsewhere cannot be opened a second time. */
+static void test_open_twice_refused(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    assert_int_equal(open_fails(f, NULL), KEEL_EAGAIN);
+    assert_int_equal(mapstore_bump_term(f->ms, NULL), 0); /* the first is unharmed */
+}
+
+/* mapstore_free(NULL) does nothing. */
+static void test_free_null(void **state) {
+    (void)state;
+    mapstore_free(NULL);
+}
+
+/* ---- Term ------------------------------------------------------------------- */
+
+/* Each bump adds one and persists across a reopen. */
+static void test_term_bump_persists(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    uint64_t t = 0;
+    assert_int_equal(mapstore_bump_term(f->ms, &t), 0);
+    assert_int_equal(t, 1);
+    assert_int_equal(mapstore_bump_term(f->ms, &t), 0);
+    assert_int_equal(t, 2);
+    reopen(f);
+    assert_int_equal(mapstore_term(f->ms), 2);
+    assert_int_equal(mapstore_bump_term(f->ms, &t), 0);
+    assert_int_equal(t, 3);
+    assert_int_equal(mapstore_version(f->ms), 0); /* the term is not the map */
+}
+
+/* Counters at 2^63 - 1 refuse to go further, and a refused change rolls
+ * back whatever its transaction had already written. */
+static void test_counters_at_limit(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    raw_sql(f->path, "UPDATE cluster SET term = 9223372036854775807,"
+                     " map_version = 9223372036854775807;"
+                     "UPDATE partitions SET epoch = 9223372036854775807 WHERE id = 1;");
+    reopen(f);
+    assert_int_equal(mapstore_bump_term(f->ms, NULL), KEEL_ERANGE);
+    assert_int_equal(mapstore_term(f->ms), INT64_MAX);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 1, "n1", NULL, NULL), KEEL_ERANGE);
+    /* Partition 2's epoch can grow, but the version cannot: all rolled back. */
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 2, "n1", NULL, NULL), KEEL_ERANGE);
+    reopen(f);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 2, &p), 0);
+    assert_string_equal(p.owner, "");
+    assert_int_equal(p.epoch, 0);
+    assert_int_equal(mapstore_version(f->ms), INT64_MAX);
+}
+
+/* ---- Nodes ------------------------------------------------------------------ */
+
+/* Every node field survives a reopen; list is ordered by id. */
+static void test_node_roundtrip(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    mapstore_node b = node("node-b", "10.0.0.2", 7002);
+    b.capacity = 2.5;
+    b.state = MAPSTORE_NODE_DRAINING;
+    snprintf(b.rack, sizeof b.rack, "rack-7");
+    assert_int_equal(mapstore_node_upsert(f->ms, &b, NOW + 5), 0);
+    add_node(f->ms, "node-a", 7001);
+    reopen(f);
+    mapstore_node g;
+    assert_int_equal(mapstore_node_get(f->ms, "node-b", &g), 0);
+    assert_string_equal(g.host, "10.0.0.2");
+    assert_int_equal(g.port, 7002);
+    assert_string_equal(g.rack, "rack-7");
+    assert_true(g.capacity == 2.5);
+    assert_int_equal(g.state, MAPSTORE_NODE_DRAINING);
+    assert_int_equal(g.registered_at_ms, NOW + 5);
+    assert_int_equal(g.last_heartbeat_ms, NOW + 5);
+    mapstore_node *all;
+    size_t n;
+    assert_int_equal(mapstore_node_list(f->ms, &all, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(all[0].id, "node-a");
+    assert_string_equal(all[1].id, "node-b");
+    free(all);
+}
+
+/* An update changes the fields but keeps the registration time. */
+static void test_node_update_keeps_registered(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    mapstore_node n = node("n1", "10.1.1.1", 7100);
+    n.registered_at_ms = 42; /* ignored */
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW + 1000), 0);
+    mapstore_node g;
+    assert_int_equal(mapstore_node_get(f->ms, "n1", &g), 0);
+    assert_string_equal(g.host, "10.1.1.1");
+    assert_int_equal(g.port, 7100);
+    assert_int_equal(g.registered_at_ms, NOW);
+    assert_int_equal(g.last_heartbeat_ms, NOW + 1000);
+}
+
+/* State and heartbeat changes persist. */
+static void test_node_state_and_heartbeat(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    assert_int_equal(mapstore_node_set_state(f->ms, "n1", MAPSTORE_NODE_SUSPECT), 0);
+    assert_int_equal(mapstore_node_heartbeat(f->ms, "n1", NOW + 3000), 0);
+    reopen(f);
+    mapstore_node g;
+    assert_int_equal(mapstore_node_get(f->ms, "n1", &g), 0);
+    assert_int_equal(g.state, MAPSTORE_NODE_SUSPECT);
+    assert_int_equal(g.last_heartbeat_ms, NOW + 3000);
+}
+
+/* The version moves with what nodes route by, not with heartbeats. */
+static void test_node_changes_and_version(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    assert_int_equal(mapstore_version(f->ms), 1); /* a new node */
+    mapstore_node n = node("n1", "127.0.0.1", 7001);
+    n.capacity = 3;
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW + 1), 0);
+    assert_int_equal(mapstore_version(f->ms), 1); /* capacity: not routing */
+    assert_int_equal(mapstore_node_heartbeat(f->ms, "n1", NOW + 2), 0);
+    assert_int_equal(mapstore_version(f->ms), 1);
+    n.port = 7009;
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW + 3), 0);
+    assert_int_equal(mapstore_version(f->ms), 2); /* a new address */
+    assert_int_equal(mapstore_node_set_state(f->ms, "n1", MAPSTORE_NODE_UP), 0);
+    assert_int_equal(mapstore_version(f->ms), 2); /* no change */
+    assert_int_equal(mapstore_node_set_state(f->ms, "n1", MAPSTORE_NODE_DOWN), 0);
+    assert_int_equal(mapstore_version(f->ms), 3);
+}
+
+/* Malformed nodes and unknown ids are errors, not crashes. */
+static void test_node_bad_input(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    mapstore_node n = node("", "h", 1);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    assert_true(strlen(mapstore_errmsg(f->ms)) > 0);
+    n = node("has space", "h", 1);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    n = node("n1", "h", 0);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    n = node("n1", "h", 70000);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    n = node("n1", "", 1);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    n = node("n1", "h", 1);
+    n.capacity = -1;
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    n.capacity = NAN;
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    n = node("n1", "h", 1);
+    n.state = (mapstore_node_state)17;
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    assert_int_equal(mapstore_node_upsert(f->ms, NULL, NOW), KEEL_EINVAL);
+    mapstore_node g;
+    assert_int_equal(mapstore_node_get(f->ms, "nope", &g), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_node_get(f->ms, NULL, &g), KEEL_EINVAL);
+    assert_int_equal(mapstore_node_set_state(f->ms, "nope", MAPSTORE_NODE_DOWN), KEEL_ENOTFOUND);
+    add_node(f->ms, "n1", 7001);
+    assert_int_equal(mapstore_node_set_state(f->ms, "n1", (mapstore_node_state)-1), KEEL_EINVAL);
+    assert_int_equal(mapstore_node_heartbeat(f->ms, "nope", NOW), KEEL_ENOTFOUND);
+    mapstore_node *all;
+    size_t cnt;
+    assert_int_equal(mapstore_node_list(f->ms, &all, &cnt), 0);
+    assert_int_equal(cnt, 1); /* no refused node slipped in */
+    free(all);
+    assert_int_equal(mapstore_version(f->ms), 1);
+}
+
+/* State names round-trip; unknown names and values are refused. */
+static void test_state_names(void **state) {
+    (void)state;
+    for (int s = 0; s < MAPSTORE_NODE_NSTATES; s++) {
+        mapstore_node_state out;
+        assert_int_equal(mapstore_node_state_parse(mapstore_node_state_name(s), &out), 0);
+        assert_int_equal(out, s);
+    }
+    for (int s = 0; s < MAPSTORE_MOVE_NSTATES; s++) {
+        mapstore_move_state out;
+        assert_int_equal(mapstore_move_state_parse(mapstore_move_state_name(s), &out), 0);
+        assert_int_equal(out, s);
+    }
+    mapstore_node_state ns;
+    assert_int_equal(mapstore_node_state_parse("up", &ns), KEEL_EINVAL);
+    assert_int_equal(mapstore_node_state_parse(NULL, &ns), KEEL_EINVAL);
+    assert_string_equal(mapstore_node_state_name((mapstore_node_state)99), "?");
+    assert_string_equal(mapstore_move_state_name(MAPSTORE_MOVE_CATCHING_UP), "CATCHING_UP");
+}
+
+/* ---- Partitions ------------------------------------------------------------- */
+
+/* A new store lists P partitions, all unowned at epoch 0, unpinned. */
+static void test_partitions_initial(void **state) {
+    fx *f = *state;
+    create(f, 128);
+    mapstore_partition *ps;
+    size_t n;
+    assert_int_equal(mapstore_partition_list(f->ms, &ps, &n), 0);
+    assert_int_equal(n, 128);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(ps[i].id, i);
+        assert_string_equal(ps[i].owner, "");
+        assert_int_equal(ps[i].epoch, 0);
+        assert_int_equal(ps[i].pinned, 0);
+    }
+    free(ps);
+}
+
+/* set_owner adds one to the epoch and one to the version, durably. */
+static void test_set_owner_bumps_epoch_and_version(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    add_node(f->ms, "n2", 7002);
+    uint64_t v0 = mapstore_version(f->ms), e, v;
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 3, "n1", &e, &v), 0);
+    assert_int_equal(e, 1);
+    assert_int_equal(v, v0 + 1);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 3, "n2", &e, &v), 0);
+    assert_int_equal(e, 2);
+    assert_int_equal(v, v0 + 2);
+    reopen(f);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 3, &p), 0);
+    assert_string_equal(p.owner, "n2");
+    assert_int_equal(p.epoch, 2);
+    assert_int_equal(mapstore_version(f->ms), v0 + 2);
+    assert_int_equal(mapstore_partition_get(f->ms, 4, &p), 0);
+    assert_int_equal(p.epoch, 0); /* its neighbours are untouched */
+}
+
+/* Unassigning (NULL owner) is an ownership change too. */
+static void test_set_owner_null(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 0, "n1", NULL, NULL), 0);
+    uint64_t e;
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 0, NULL, &e, NULL), 0);
+    assert_int_equal(e, 2);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &p), 0);
+    assert_string_equal(p.owner, "");
+}
+
+/* A refused set_owner changes neither the epoch nor the version. */
+static void test_set_owner_refusals_change_nothing(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 2, "n1", NULL, NULL), 0);
+    uint64_t v = mapstore_version(f->ms);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 2, "ghost", NULL, NULL), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 2, "n1", NULL, NULL), KEEL_EEXIST);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 16, "n1", NULL, NULL), KEEL_ERANGE);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 1, "bad id", NULL, NULL), KEEL_EINVAL);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 2, &p), 0);
+    assert_string_equal(p.owner, "n1");
+    assert_int_equal(p.epoch, 1);
+    assert_int_equal(mapstore_version(f->ms), v);
+    assert_int_equal(mapstore_partition_get(f->ms, 16, &p), KEEL_ERANGE);
+    assert_int_equal(mapstore_partition_get(f->ms, UINT32_MAX, &p), KEEL_ERANGE);
+}
+
+/* Bootstrap placement of many partitions bumps the version once, and each
+ * placed partition's epoch once. */
+static void test_place_bumps_version_once(void **state) {
+    fx *f = *state;
+    create(f, 64);
+    add_node(f->ms, "n1", 7001);
+    add_node(f->ms, "n2", 7002);
+    uint64_t v0 = mapstore_version(f->ms), v;
+    mapstore_placement pl[64];
+    for (unsigned i = 0; i < 64; i++)
+        pl[i] = (mapstore_placement){i, i % 2 ? "n2" : "n1"};
+    assert_int_equal(mapstore_partition_place(f->ms, pl, 64, &v), 0);
+    assert_int_equal(v, v0 + 1);
+    reopen(f);
+    assert_int_equal(mapstore_version(f->ms), v0 + 1);
+    mapstore_partition *ps;
+    size_t n;
+    assert_int_equal(mapstore_partition_list(f->ms, &ps, &n), 0);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(ps[i].owner, i % 2 ? "n2" : "n1");
+        assert_int_equal(ps[i].epoch, 1);
+    }
+    free(ps);
+    assert_int_equal(mapstore_partition_place(f->ms, pl, 0, &v), 0); /* empty: no commit */
+    assert_int_equal(v, v0 + 1);
+}
+
+/* One bad entry refuses the whole placement: nothing is placed. */
+static void test_place_is_all_or_nothing(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 5, "n1", NULL, NULL), 0);
+    uint64_t v = mapstore_version(f->ms);
+    mapstore_placement owned[] = {{0, "n1"}, {5, "n1"}};
+    assert_int_equal(mapstore_partition_place(f->ms, owned, 2, NULL), KEEL_EEXIST);
+    mapstore_placement ghost[] = {{0, "n1"}, {1, "ghost"}};
+    assert_int_equal(mapstore_partition_place(f->ms, ghost, 2, NULL), KEEL_ENOTFOUND);
+    mapstore_placement twice[] = {{0, "n1"}, {0, "n1"}};
+    assert_int_equal(mapstore_partition_place(f->ms, twice, 2, NULL), KEEL_EINVAL);
+    mapstore_placement range[] = {{0, "n1"}, {16, "n1"}};
+    assert_int_equal(mapstore_partition_place(f->ms, range, 2, NULL), KEEL_ERANGE);
+    assert_int_equal(mapstore_partition_place(f->ms, NULL, 3, NULL), KEEL_EINVAL);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &p), 0);
+    assert_string_equal(p.owner, "");
+    assert_int_equal(p.epoch, 0);
+    assert_int_equal(mapstore_version(f->ms), v);
+}
+
+/* Pinning persists and is not a map change. */
+static void test_pinned_roundtrip(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    assert_int_equal(mapstore_partition_set_pinned(f->ms, 9, 1), 0);
+    assert_int_equal(mapstore_partition_set_pinned(f->ms, 9, 2), KEEL_EINVAL);
+    assert_int_equal(mapstore_partition_set_pinned(f->ms, 99, 1), KEEL_ERANGE);
+    reopen(f);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 9, &p), 0);
+    assert_int_equal(p.pinned, 1);
+    assert_int_equal(mapstore_version(f->ms), 0);
+}
+
+/* ---- Moves ------------------------------------------------------------------ */
+
+/* Two nodes and partition 4 owned by n1 at epoch 1. */
+static void move_fixture(fx *f) {
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    add_node(f->ms, "n2", 7002);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 4, "n1", NULL, NULL), 0);
+}
+
+/* A move records who, what, why and when through each phase; all of it
+ * survives a reopen. */
+static void test_move_roundtrip(void **state) {
+    fx *f = *state;
+    move_fixture(f);
+    uint64_t id;
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n2", "u(n1)=1.4 gain=0.2", NOW, &id), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_COPYING, NOW + 1, NULL), 0);
+    assert_int_equal(mapstore_move_set_bytes(f->ms, id, 123456789), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_CATCHING_UP, NOW + 2, NULL), 0);
+    reopen(f);
+    mapstore_move m;
+    assert_int_equal(mapstore_move_get(f->ms, id, &m), 0);
+    assert_int_equal(m.partition, 4);
+    assert_string_equal(m.from, "n1");
+    assert_string_equal(m.to, "n2");
+    assert_int_equal(m.state, MAPSTORE_MOVE_CATCHING_UP);
+    assert_int_equal(m.epoch, 1);
+    assert_int_equal(m.bytes, 123456789);
+    assert_string_equal(m.reason, "u(n1)=1.4 gain=0.2");
+    assert_string_equal(m.abort_reason, "");
+    assert_int_equal(m.at_ms[MAPSTORE_MOVE_PLANNED], NOW);
+    assert_int_equal(m.at_ms[MAPSTORE_MOVE_COPYING], NOW + 1);
+    assert_int_equal(m.at_ms[MAPSTORE_MOVE_CATCHING_UP], NOW + 2);
+    assert_int_equal(m.at_ms[MAPSTORE_MOVE_FENCED], 0);
+}
+
+/* Commit gives the partition to the destination at epoch + 1 and bumps
+ * the version, all in one step; the move then finishes as DONE. */
+static void test_move_commit(void **state) {
+    fx *f = *state;
+    move_fixture(f);
+    uint64_t id, e, v, v0 = mapstore_version(f->ms);
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n2", NULL, NOW, &id), 0);
+    assert_int_equal(mapstore_version(f->ms), v0); /* planning is not a map change */
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_COPYING, NOW + 1, NULL), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_CATCHING_UP, NOW + 2, NULL), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_FENCED, NOW + 3, NULL), 0);
+    assert_int_equal(mapstore_move_commit(f->ms, id, NOW + 4, &e, &v), 0);
+    assert_int_equal(e, 2);
+    assert_int_equal(v, v0 + 1);
+    reopen(f);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 4, &p), 0);
+    assert_string_equal(p.owner, "n2");
+    assert_int_equal(p.epoch, 2);
+    mapstore_move m;
+    assert_int_equal(mapstore_move_get(f->ms, id, &m), 0);
+    assert_int_equal(m.state, MAPSTORE_MOVE_COMMITTED);
+    assert_int_equal(m.at_ms[MAPSTORE_MOVE_COMMITTED], NOW + 4);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_DONE, NOW + 5, NULL), 0);
+    assert_int_equal(mapstore_move_commit(f->ms, id, NOW + 6, NULL, NULL), KEEL_EINVAL);
+}
+
+/* Commit refuses a move that is not FENCED, or whose partition changed
+ * hands since it was planned; nothing changes. */
+static void test_move_commit_refusals(void **state) {
+    fx *f = *state;
+    move_fixture(f);
+    uint64_t id;
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n2", NULL, NOW, &id), 0);
+    assert_int_equal(mapstore_move_commit(f->ms, id, NOW, NULL, NULL), KEEL_EINVAL);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_COPYING, NOW, NULL), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_CATCHING_UP, NOW, NULL), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_FENCED, NOW, NULL), 0);
+    add_node(f->ms, "n3", 7003);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 4, "n3", NULL, NULL), 0);
+    uint64_t v = mapstore_version(f->ms);
+    assert_int_equal(mapstore_move_commit(f->ms, id, NOW, NULL, NULL), KEEL_EINVAL);
+    assert_int_equal(mapstore_move_commit(f->ms, 999, NOW, NULL, NULL), KEEL_ENOTFOUND);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 4, &p), 0);
+    assert_string_equal(p.owner, "n3");
+    assert_int_equal(mapstore_version(f->ms), v);
+    mapstore_move m;
+    assert_int_equal(mapstore_move_get(f->ms, id, &m), 0);
+    assert_int_equal(m.state, MAPSTORE_MOVE_FENCED);
+}
+
+/* Only the documented transitions are legal; abort keeps its reason. */
+static void test_move_transitions(void **state) {
+    fx *f = *state;
+    move_fixture(f);
+    uint64_t id;
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n2", NULL, NOW, &id), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_FENCED, NOW, NULL),
+                     KEEL_EINVAL);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_COMMITTED, NOW, NULL),
+                     KEEL_EINVAL);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_DONE, NOW, NULL), KEEL_EINVAL);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_PLANNED, NOW, NULL),
+                     KEEL_EINVAL);
+    assert_int_equal(mapstore_move_advance(f->ms, id, (mapstore_move_state)42, NOW, NULL),
+                     KEEL_EINVAL);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_COPYING, NOW, "why"),
+                     KEEL_EINVAL);
+    assert_int_equal(
+        mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_ABORTED, NOW + 9, "non-converging"), 0);
+    assert_int_equal(mapstore_move_advance(f->ms, id, MAPSTORE_MOVE_COPYING, NOW, NULL),
+                     KEEL_EINVAL);
+    mapstore_move m;
+    assert_int_equal(mapstore_move_get(f->ms, id, &m), 0);
+    assert_int_equal(m.state, MAPSTORE_MOVE_ABORTED);
+    assert_string_equal(m.abort_reason, "non-converging");
+    assert_int_equal(m.at_ms[MAPSTORE_MOVE_ABORTED], NOW + 9);
+    assert_true(mapstore_move_can_advance(MAPSTORE_MOVE_FENCED, MAPSTORE_MOVE_ABORTED));
+    assert_false(mapstore_move_can_advance(MAPSTORE_MOVE_COMMITTED, MAPSTORE_MOVE_ABORTED));
+}
+
+/* A partition has at most one move in flight; list can show only the
+ * unfinished ones. */
+static void test_move_one_in_flight(void **state) {
+    fx *f = *state;
+    move_fixture(f);
+    add_node(f->ms, "n3", 7003);
+    uint64_t a, b;
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n2", NULL, NOW, &a), 0);
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n3", NULL, NOW, &b), KEEL_EEXIST);
+    assert_int_equal(mapstore_move_advance(f->ms, a, MAPSTORE_MOVE_ABORTED, NOW, NULL), 0);
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n3", NULL, NOW, &b), 0);
+    assert_true(b > a);
+    mapstore_move *ms;
+    size_t n;
+    assert_int_equal(mapstore_move_list(f->ms, 0, &ms, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(ms[0].id, a);
+    free(ms);
+    assert_int_equal(mapstore_move_list(f->ms, 1, &ms, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ms[0].id, b);
+    free(ms);
+}
+
+/* Bad move input is refused with a specific code. */
+static void test_move_bad_input(void **state) {
+    fx *f = *state;
+    move_fixture(f);
+    uint64_t id;
+    assert_int_equal(mapstore_move_create(f->ms, 4, "ghost", NULL, NOW, &id), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n1", NULL, NOW, &id), KEEL_EINVAL);
+    assert_int_equal(mapstore_move_create(f->ms, 5, "n2", NULL, NOW, &id), KEEL_EINVAL);
+    assert_int_equal(mapstore_move_create(f->ms, 16, "n2", NULL, NOW, &id), KEEL_ERANGE);
+    char longr[MAPSTORE_REASON_MAX + 2];
+    memset(longr, 'x', sizeof longr - 1);
+    longr[sizeof longr - 1] = 0;
+    assert_int_equal(mapstore_move_create(f->ms, 4, "n2", longr, NOW, &id), KEEL_EINVAL);
+    mapstore_move m;
+    assert_int_equal(mapstore_move_get(f->ms, 1, &m), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_move_get(f->ms, UINT64_MAX, &m), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_move_advance(f->ms, 7, MAPSTORE_MOVE_COPYING, NOW, NULL),
+                     KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_move_set_bytes(f->ms, 7, 1), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_move_set_bytes(f->ms, 7, UINT64_MAX), KEEL_ERANGE);
+    mapstore_move *all;
+    size_t n;
+    assert_int_equal(mapstore_move_list(f->ms, 0, &all, &n), 0);
+    assert_int_equal(n, 0);
+    free(all);
+}
+
+/* ---- Settings --------------------------------------------------------------- */
+
+/* Settings keep their value and the time set; the age follows from it. */
+static void test_settings_roundtrip_and_age(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    assert_int_equal(mapstore_setting_set(f->ms, "rebalance_paused", "1", NOW), 0);
+    assert_int_equal(mapstore_setting_set(f->ms, "move_bytes_per_sec", "1000", NOW + 10), 0);
+    assert_int_equal(mapstore_setting_set(f->ms, "move_bytes_per_sec", "2000", NOW + 500), 0);
+    reopen(f);
+    mapstore_setting s;
+    assert_int_equal(mapstore_setting_get(f->ms, "move_bytes_per_sec", &s), 0);
+    assert_string_equal(s.value, "2000");
+    assert_int_equal(s.set_at_ms, NOW + 500);
+    assert_int_equal(mapstore_setting_age_ms(&s, NOW + 5500), 5000);
+    assert_int_equal(mapstore_setting_age_ms(&s, NOW), 0); /* clock went back */
+    mapstore_setting *all;
+    size_t n;
+    assert_int_equal(mapstore_setting_list(f->ms, &all, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(all[0].name, "move_bytes_per_sec");
+    assert_string_equal(all[1].name, "rebalance_paused");
+    assert_int_equal(all[1].set_at_ms, NOW);
+    free(all);
+    assert_int_equal(mapstore_version(f->ms), 0); /* settings are not the map */
+}
+
+/* Unset removes a setting; bad names and values are refused. */
+static void test_settings_unset_and_bad_input(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    assert_int_equal(mapstore_setting_set(f->ms, "x", "", NOW), 0);
+    assert_int_equal(mapstore_setting_unset(f->ms, "x"), 0);
+    mapstore_setting s;
+    assert_int_equal(mapstore_setting_get(f->ms, "x", &s), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_setting_unset(f->ms, "x"), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_setting_set(f->ms, "", "1", NOW), KEEL_EINVAL);
+    assert_int_equal(mapstore_setting_set(f->ms, "a b", "1", NOW), KEEL_EINVAL);
+    assert_int_equal(mapstore_setting_set(f->ms, "a", NULL, NOW), KEEL_EINVAL);
+    char big[MAPSTORE_SETTING_VALUE_MAX + 2];
+    memset(big, 'v', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    assert_int_equal(mapstore_setting_set(f->ms, "a", big, NOW), KEEL_EINVAL);
+    big[MAPSTORE_SETTING_VALUE_MAX] = 0;
+    assert_int_equal(mapstore_setting_set(f->ms, "a", big, NOW), 0);
+    assert_int_equal(mapstore_setting_get(f->ms, "a", &s), 0);
+    assert_int_equal(strlen(s.value), MAPSTORE_SETTING_VALUE_MAX);
+}
+
+/* User data is bound, never spliced into SQL: quotes are just bytes. */
+static void test_quotes_are_data(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    const char *evil = "');DROP_TABLE_nodes;--";
+    assert_int_equal(mapstore_setting_set(f->ms, evil, "'\"", NOW), 0);
+    mapstore_node n = node("o'brien", "h", 1);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), 0);
+    reopen(f);
+    mapstore_setting s;
+    assert_int_equal(mapstore_setting_get(f->ms, evil, &s), 0);
+    assert_string_equal(s.value, "'\"");
+    assert_int_equal(mapstore_node_get(f->ms, "o'brien", &n), 0);
+}
+
+/* ---- Durability ------------------------------------------------------------ */
+
+/* A change acknowledged by a process that then dies without closing the
+ * store is there when the store is reopened. */
+static void test_durable_without_close(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char err[MAPSTORE_ERR_MAX];
+        mapstore *ms;
+        if (mapstore_sqlite_open(f->path, NULL, &ms, err, sizeof err)) _exit(2);
+        if (mapstore_bump_term(ms, NULL)) _exit(3);
+        if (mapstore_partition_set_owner(ms, 7, "n1", NULL, NULL)) _exit(4);
+        if (mapstore_setting_set(ms, "k", "v", NOW)) _exit(5);
+        _exit(0); /* no mapstore_free: nothing is flushed or checkpointed */
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_true(exists(f->path, "-wal")); /* the changes live only in the WAL */
+    reopen(f);
+    assert_int_equal(mapstore_term(f->ms), 1);
+    assert_int_equal(mapstore_version(f->ms), 2);
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 7, &p), 0);
+    assert_string_equal(p.owner, "n1");
+    assert_int_equal(p.epoch, 1);
+    mapstore_setting s;
+    assert_int_equal(mapstore_setting_get(f->ms, "k", &s), 0);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_create_open_roundtrip),
+        T(test_cluster_ids_differ),
+        T(test_create_bad_partitions),
+        T(test_create_over_existing_refused),
+        T(test_create_over_garbage_or_wal_refused),
+        T(test_create_leaves_no_temp_files),
+        T(test_open_missing),
+        T(test_open_garbage_refused),
+        T(test_open_empty_file_refused),
+        T(test_open_damaged_page_refused),
+        T(test_open_foreign_sqlite_refused),
+        T(test_open_unknown_schema_refused),
+        T(test_open_missing_partition_row_refused),
+        T(test_open_wrong_partitions_refused),
+        T(test_open_wrong_cluster_id_refused),
+        T(test_open_twice_refused),
+        cmocka_unit_test(test_free_null),
+        T(test_term_bump_persists),
+        T(test_counters_at_limit),
+        T(test_node_roundtrip),
+        T(test_node_update_keeps_registered),
+        T(test_node_state_and_heartbeat),
+        T(test_node_changes_and_version),
+        T(test_node_bad_input),
+        cmocka_unit_test(test_state_names),
+        T(test_partitions_initial),
+        T(test_set_owner_bumps_epoch_and_version),
+        T(test_set_owner_null),
+        T(test_set_owner_refusals_change_nothing),
+        T(test_place_bumps_version_once),
+        T(test_place_is_all_or_nothing),
+        T(test_pinned_roundtrip),
+        T(test_move_roundtrip),
+        T(test_move_commit),
+        T(test_move_commit_refusals),
+        T(test_move_transitions),
+        T(test_move_one_in_flight),
+        T(test_move_bad_input),
+        T(test_settings_roundtrip_and_age),
+        T(test_settings_unset_and_bad_input),
+        T(test_quotes_are_data),
+        T(test_durable_without_close),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
