@@ -8,14 +8,16 @@
  * when it says KEEL.LEAVE on a graceful stop. Every state change goes through
  * the map store, which bumps the map version, so nodes learn of it with their
  * next heartbeat reply. Placement: once the first node has registered and
- * bootstrap_wait_ms has passed, every unowned partition goes to the least
- * utilised UP node (partitions per unit of capacity), in one transaction.
+ * bootstrap_wait_ms has passed, every unowned partition goes where the
+ * planner's plan_place puts it (least utilised eligible node), in one
+ * transaction.
  */
 #include "coord/coord_int.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "node/http.h"
+#include "planner/planner.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -92,6 +94,7 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
                 return KEEL_EINVAL;
             }
             c->partitions = (unsigned)x;
+            c->partitions_given = 1;
         } else if (!strcmp(a, "--bind")) {
             snprintf(c->bind, sizeof c->bind, "%s", v);
         } else if (!strcmp(a, "--requirepass")) {
@@ -217,50 +220,75 @@ static void on_member_timer(uv_timer_t *t) {
 
 /* ---- Placement ----------------------------------------------------------- */
 
+/* Builds the planner's model of the cluster (nodes, partitions, metrics). */
+static int build_model(coord *co, const mapstore_node *nodes, size_t nn,
+                       const mapstore_partition *parts, size_t np, plan_model *m) {
+    plan_model_init(m);
+    int rc = plan_model_reserve_parts(m, np);
+    for (size_t k = 0; !rc && k < nn; k++) {
+        plan_node pn;
+        plan_node_default(&pn, nodes[k].id);
+        snprintf(pn.rack, sizeof pn.rack, "%s", nodes[k].rack);
+        pn.capacity = nodes[k].capacity;
+        pn.state = nodes[k].state == MAPSTORE_NODE_UP         ? PLAN_NODE_UP
+                   : nodes[k].state == MAPSTORE_NODE_DRAINING ? PLAN_NODE_DRAINING
+                   : nodes[k].state == MAPSTORE_NODE_SUSPECT  ? PLAN_NODE_SUSPECT
+                                                              : PLAN_NODE_DOWN;
+        member *mb = coord_member(co, nodes[k].id, 0);
+        if (mb) pn.disk_used = (double)mb->disk_used, pn.disk_capacity = (double)mb->disk_capacity;
+        int idx = plan_model_add_node(m, &pn); /* its index, or a negative KEEL_E* */
+        rc = idx < 0 ? idx : 0;
+    }
+    for (size_t i = 0; !rc && i < np; i++) {
+        plan_part pp;
+        plan_part_default(&pp, parts[i].id);
+        int owner = parts[i].owner[0] ? plan_model_find_node(m, parts[i].owner) : -1;
+        if (owner >= 0) pp.replicas[0] = owner, pp.nreplicas = 1;
+        pp.pinned = parts[i].pinned;
+        pp.bytes = (double)co->parts[i].bytes;
+        pp.load = co->parts[i].ops;
+        int idx = plan_model_add_part(m, &pp);
+        rc = idx < 0 ? idx : 0;
+    }
+    return rc;
+}
+
+/* Bootstrap: every unowned partition goes where the planner's placement
+ * puts it (least utilised eligible node), in one map store transaction. */
 void coord_maybe_place(coord *co, int64_t now) {
     if (!co->first_register_ms ||
         now - co->first_register_ms < coord_setting_ll(co, "bootstrap_wait_ms"))
         return;
     mapstore_partition *parts = NULL;
     mapstore_node *nodes = NULL;
-    size_t np = 0, nn = 0, nup = 0, unowned = 0;
+    mapstore_placement *pl = NULL;
+    size_t np = 0, nn = 0, unowned = 0, placed = 0, m = 0;
+    plan_model model;
+    plan_model_init(&model);
     if (mapstore_partition_list(co->ms, &parts, &np) || mapstore_node_list(co->ms, &nodes, &nn))
         goto done;
     for (size_t i = 0; i < np; i++)
         unowned += parts[i].owner[0] == 0;
     if (!unowned) goto done;
-    /* Least utilised first: partitions per unit of capacity. */
-    double *load = calloc(nn, sizeof *load);
-    mapstore_placement *pl = calloc(unowned, sizeof *pl);
-    if (!load || !pl) goto out;
-    for (size_t i = 0; i < np; i++)
-        for (size_t k = 0; k < nn; k++)
-            if (!strcmp(parts[i].owner, nodes[k].id)) load[k] += 1;
-    for (size_t k = 0; k < nn; k++)
-        nup += nodes[k].state == MAPSTORE_NODE_UP && nodes[k].capacity > 0;
-    if (!nup) goto out;
-    size_t m = 0;
-    for (size_t i = 0; i < np; i++) {
-        if (parts[i].owner[0]) continue;
-        size_t best = nn;
-        for (size_t k = 0; k < nn; k++) {
-            if (nodes[k].state != MAPSTORE_NODE_UP || nodes[k].capacity <= 0) continue;
-            if (best == nn || load[k] / nodes[k].capacity < load[best] / nodes[best].capacity)
-                best = k;
-        }
-        load[best] += 1;
-        pl[m++] = (mapstore_placement){parts[i].id, nodes[best].id};
+    int rc = build_model(co, nodes, nn, parts, np, &model);
+    if (!rc) rc = plan_place(&model, &placed, NULL);
+    if (rc) {
+        keel_log(KEEL_LOG_ERROR, "placement_failed", "error=%s", keel_errname(rc));
+        goto done;
     }
+    if (!placed || !(pl = calloc(placed, sizeof *pl))) goto done;
+    for (size_t i = 0; i < np; i++)
+        if (!parts[i].owner[0] && model.parts[i].nreplicas)
+            pl[m++] = (mapstore_placement){parts[i].id, model.nodes[model.parts[i].replicas[0]].id};
     uint64_t version;
     if (mapstore_partition_place(co->ms, pl, m, &version))
         keel_log(KEEL_LOG_ERROR, "placement_failed", "error=\"%s\"", mapstore_errmsg(co->ms));
     else
-        keel_log(KEEL_LOG_INFO, "placement", "partitions=%zu nodes=%zu version=%llu", m, nup,
+        keel_log(KEEL_LOG_INFO, "placement", "partitions=%zu left=%zu version=%llu", m, unowned - m,
                  (unsigned long long)version);
-out:
-    free(load);
-    free(pl);
 done:
+    plan_model_close(&model);
+    free(pl);
     free(parts);
     free(nodes);
 }
@@ -330,7 +358,8 @@ static const rserver_ops coord_ops = {.dispatch = coord_dispatch, .on_close = co
 static int coord_open(coord *co, char *err, size_t cap) {
     char db[PATH_MAX + 16], sec[PATH_MAX + 16];
     paths(&co->cfg, db, sec, sizeof db);
-    int rc = mapstore_sqlite_open(db, NULL, &co->ms, err, cap);
+    mapstore_expect want = {.partitions = co->cfg.partitions_given ? co->cfg.partitions : 0};
+    int rc = mapstore_sqlite_open(db, &want, &co->ms, err, cap);
     if (rc == KEEL_ENOTFOUND) {
         snprintf(err, cap, "no cluster in %s (create one with keel coord --init --dir %s)",
                  co->cfg.dir, co->cfg.dir);
@@ -371,8 +400,10 @@ int coord_run(const coord_config *cfg) {
     resp_limits_default(&rc.limits);
     rc.limits.max_bulk = 64u << 20;
     if (rserver_start(co->loop, &rc, &coord_ops, co, &co->rs, err, sizeof err)) goto fail;
-    if (cfg->http_port && http_start(co->loop, cfg->bind, cfg->http_port, coord_render_metrics, co,
-                                     &co->http, err, sizeof err))
+    static const http_route routes[] = {{"/metrics", HTTP_PROMETHEUS, coord_render_metrics},
+                                        {"/status", "application/json", coord_render_status}};
+    if (cfg->http_port &&
+        http_start(co->loop, cfg->bind, cfg->http_port, routes, 2, co, &co->http, err, sizeof err))
         goto fail;
     uv_timer_init(co->loop, &co->member_timer);
     co->member_timer.data = co;

@@ -20,8 +20,10 @@
 
 typedef struct coord_config {
     char dir[PATH_MAX];
-    int init;              /* --init: create a cluster and exit */
-    unsigned partitions;   /* --partitions, with --init (default 1024) */
+    int init;            /* --init: create a cluster and exit */
+    unsigned partitions; /* --partitions: P for --init (default 1024); when given to a
+                            running coordinator, the store must have this P */
+    int partitions_given;
     int port;              /* --port */
     int http_port;         /* --http-port, 0 = off */
     char bind[64];         /* --bind, default 127.0.0.1 */

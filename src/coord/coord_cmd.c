@@ -163,6 +163,44 @@ static void reply_json(cctx *x, cJSON *root) {
     cJSON_Delete(root);
 }
 
+/* The STATUS view as JSON (caller frees); NULL on a map store error. */
+static cJSON *status_json(coord *co, int64_t now) {
+    size_t nn;
+    double imb;
+    node_view *v = node_views(co, &nn, &imb);
+    if (!v) return NULL;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "cluster", mapstore_cluster_id(co->ms));
+    cJSON_AddNumberToObject(r, "map_version", (double)mapstore_version(co->ms));
+    cJSON_AddNumberToObject(r, "term", (double)co->term);
+    cJSON_AddNumberToObject(r, "partitions", co->partitions);
+    cJSON_AddNumberToObject(r, "imbalance", imb);
+    cJSON *nodes = cJSON_AddArrayToObject(r, "nodes");
+    for (size_t k = 0; k < nn; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", v[k].n.id);
+        cJSON_AddStringToObject(o, "state", mapstore_node_state_name(v[k].n.state));
+        cJSON_AddNumberToObject(o, "partitions", (double)v[k].partitions);
+        cJSON_AddNumberToObject(o, "bytes", (double)v[k].bytes);
+        cJSON_AddNumberToObject(o, "keys", (double)v[k].keys);
+        cJSON_AddNumberToObject(o, "ops", v[k].ops);
+        cJSON_AddNumberToObject(o, "utilisation", v[k].util);
+        cJSON_AddItemToArray(nodes, o);
+    }
+    settings_json(co, cJSON_AddArrayToObject(r, "settings"), now);
+    free(v);
+    return r;
+}
+
+void coord_render_status(void *arg, kbuf *out) {
+    cJSON *r = status_json(arg, keel_wall_ms());
+    char *s = r ? cJSON_PrintUnformatted(r) : NULL;
+    kbuf_appendstr(out, s ? s : "{\"error\":\"map store read failed\"}");
+    kbuf_append(out, "\n", 1);
+    free(s);
+    cJSON_Delete(r);
+}
+
 static void c_status(cctx *x) {
     coord *co = x->co;
     size_t nn;
@@ -173,27 +211,12 @@ static void c_status(cctx *x) {
         return;
     }
     if (want_json(x)) {
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddStringToObject(r, "cluster", mapstore_cluster_id(co->ms));
-        cJSON_AddNumberToObject(r, "map_version", (double)mapstore_version(co->ms));
-        cJSON_AddNumberToObject(r, "term", (double)co->term);
-        cJSON_AddNumberToObject(r, "partitions", co->partitions);
-        cJSON_AddNumberToObject(r, "imbalance", imb);
-        cJSON *nodes = cJSON_AddArrayToObject(r, "nodes");
-        for (size_t k = 0; k < nn; k++) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "id", v[k].n.id);
-            cJSON_AddStringToObject(o, "state", mapstore_node_state_name(v[k].n.state));
-            cJSON_AddNumberToObject(o, "partitions", (double)v[k].partitions);
-            cJSON_AddNumberToObject(o, "bytes", (double)v[k].bytes);
-            cJSON_AddNumberToObject(o, "keys", (double)v[k].keys);
-            cJSON_AddNumberToObject(o, "ops", v[k].ops);
-            cJSON_AddNumberToObject(o, "utilisation", v[k].util);
-            cJSON_AddItemToArray(nodes, o);
-        }
-        settings_json(co, cJSON_AddArrayToObject(r, "settings"), x->now);
         free(v);
-        reply_json(x, r);
+        cJSON *r = status_json(co, x->now);
+        if (r)
+            reply_json(x, r);
+        else
+            err(x, "ERR map store read failed");
         return;
     }
     kbuf b;

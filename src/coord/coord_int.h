@@ -80,5 +80,6 @@ void coord_maybe_place(coord *co, int64_t now_ms);
 void coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen);
 void coord_conn_closed(void *arg, client *c);
 void coord_render_metrics(void *arg, kbuf *out);
+void coord_render_status(void *arg, kbuf *out); /* the STATUS JSON */
 
 #endif

@@ -14,11 +14,13 @@
 struct http_server {
     struct MHD_Daemon *daemon;
     uv_async_t async;
-    http_render_fn render;
+    const http_route *routes;
+    size_t nroutes;
     void *arg;
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;
     uint64_t asked, answered;
+    size_t route; /* the page asked for (one request at a time) */
     kbuf page;
     int stopping;
 };
@@ -28,7 +30,10 @@ static void on_async(uv_async_t *a) {
     http_server *h = a->data;
     kbuf page;
     kbuf_init(&page);
-    h->render(h->arg, &page);
+    pthread_mutex_lock(&h->mu);
+    size_t route = h->route;
+    pthread_mutex_unlock(&h->mu);
+    h->routes[route].render(h->arg, &page);
     pthread_mutex_lock(&h->mu);
     kbuf_close(&h->page);
     h->page = page;
@@ -59,10 +64,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("method not allowed\n"), 19,
                        "text/plain");
-    if (strcmp(url, "/metrics") != 0)
-        return respond(conn, MHD_HTTP_NOT_FOUND, strdup("not found; try /metrics\n"), 24,
-                       "text/plain");
+    size_t route = 0;
+    while (route < h->nroutes && strcmp(url, h->routes[route].path) != 0)
+        route++;
+    if (route == h->nroutes)
+        return respond(conn, MHD_HTTP_NOT_FOUND, strdup("not found\n"), 10, "text/plain");
     pthread_mutex_lock(&h->mu);
+    h->route = route;
     uint64_t want = ++h->asked;
     uv_async_send(&h->async);
     struct timespec until;
@@ -80,7 +88,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     pthread_mutex_unlock(&h->mu);
     if (!body)
         return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, strdup("busy\n"), 5, "text/plain");
-    return respond(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
+    return respond(conn, MHD_HTTP_OK, body, len, h->routes[route].content_type);
 }
 
 static void free_after_close(uv_handle_t *a) {
@@ -91,8 +99,8 @@ static void free_after_close(uv_handle_t *a) {
     free(h);
 }
 
-int http_start(uv_loop_t *loop, const char *bind, int port, http_render_fn render, void *arg,
-               http_server **out, char *err, size_t errcap) {
+int http_start(uv_loop_t *loop, const char *bind, int port, const http_route *routes,
+               size_t nroutes, void *arg, http_server **out, char *err, size_t errcap) {
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
@@ -103,7 +111,8 @@ int http_start(uv_loop_t *loop, const char *bind, int port, http_render_fn rende
     }
     http_server *h = calloc(1, sizeof *h);
     if (!h) return KEEL_ENOMEM;
-    h->render = render;
+    h->routes = routes;
+    h->nroutes = nroutes;
     h->arg = arg;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);

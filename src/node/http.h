@@ -1,4 +1,4 @@
-/* http.h - the /metrics endpoint (libmicrohttpd).
+/* http.h - small HTTP endpoints such as /metrics and /status (libmicrohttpd).
  *
  * libmicrohttpd serves from its own thread. Everything it reports belongs to
  * the loop thread, so a request wakes the loop (uv_async), the loop renders
@@ -13,14 +13,22 @@
 #include "core/buf.h"
 
 typedef struct http_server http_server;
-/* Renders the metrics page into out; runs on the loop thread. */
+/* Renders one page into out; runs on the loop thread. */
 typedef void (*http_render_fn)(void *arg, kbuf *out);
 
-/* Starts serving GET /metrics on bind:port. Returns 0 and *out, or a
- * negative KEEL_E* with a reason in err (e.g. the port is in use). Must be
- * called on the loop thread. */
-int http_start(uv_loop_t *loop, const char *bind, int port, http_render_fn render, void *arg,
-               http_server **out, char *err, size_t errcap);
+typedef struct http_route {
+    const char *path;         /* exact, e.g. "/metrics" */
+    const char *content_type; /* e.g. "text/plain; version=0.0.4" */
+    http_render_fn render;
+} http_route;
+
+#define HTTP_PROMETHEUS "text/plain; version=0.0.4"
+
+/* Starts serving GET for each of routes[0..nroutes) on bind:port (routes
+ * is borrowed for the server's life). Returns 0 and *out, or a negative
+ * KEEL_E* with a reason in err (e.g. the port is in use). Loop thread. */
+int http_start(uv_loop_t *loop, const char *bind, int port, const http_route *routes,
+               size_t nroutes, void *arg, http_server **out, char *err, size_t errcap);
 /* Stops the HTTP thread and frees. Loop thread. NULL is a no-op. */
 void http_stop(http_server *h);
 

@@ -264,8 +264,9 @@ int server_run(const node_config *cfg) {
     kbuf_init(&s->first_map);
     server_start_signals(s);
     if (server_open(s, err, sizeof err) || server_listen(s, err, sizeof err)) goto fail;
-    if (cfg->metrics_port && http_start(s->loop, cfg->bind, cfg->metrics_port, node_render_metrics,
-                                        s, &s->http, err, sizeof err))
+    static const http_route routes[] = {{"/metrics", HTTP_PROMETHEUS, node_render_metrics}};
+    if (cfg->metrics_port &&
+        http_start(s->loop, cfg->bind, cfg->metrics_port, routes, 1, s, &s->http, err, sizeof err))
         goto fail;
     server_start_timers(s);
     keel_log(KEEL_LOG_INFO, "listen",
