@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/crc16.h"
 #include "core/err.h"
+#include "core/log.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -193,6 +194,12 @@ void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *a
     uint64_t t0 = keel_mono_us();
     x.now_ms = c->last_ms ? c->last_ms : keel_wall_ms();
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
+    if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0) {
+        /* Cluster-internal commands: none is served to client connections. */
+        keel_log(KEEL_LOG_WARN, "peer_command_refused", "addr=%s reason=unauthenticated", c->addr);
+        reply_err(&x, "NOPERM this command needs an authenticated cluster peer (KEEL.AUTH)");
+        return;
+    }
     if (!d) {
         reply_unknown(&x);
         return;
