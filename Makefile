@@ -44,6 +44,7 @@ demo: build
 
 bench: build
 	@./bench/node_vs_redis
+	@./bench/planner
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

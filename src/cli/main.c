@@ -13,6 +13,7 @@ int status_main(int argc, char **argv, const char *self);     /* admin.c */
 int nodes_main(int argc, char **argv, const char *self);      /* admin.c */
 int partitions_main(int argc, char **argv, const char *self); /* admin.c */
 int plan_main(int argc, char **argv, const char *self);       /* plan.c */
+int sim_main(int argc, char **argv, const char *self);        /* sim.c */
 
 static int node_main(int argc, char **argv, const char *self) {
     node_config cfg;
@@ -37,6 +38,7 @@ static const struct {
     {"node", node_main, "run a data node (keel node --help)"},
     {"demo", demo_main, "start a node, load sample keys, show how to connect"},
     {"plan", plan_main, "dry-run the rebalance planner on a model file (keel plan --help)"},
+    {"sim", sim_main, "simulate rebalancing round by round from a scenario file (keel sim --help)"},
     {"coord", coord_main, "run the coordinator, or create a cluster with --init"},
     {"status", status_main, "cluster status from the coordinator (--coord HOST:PORT [--json])"},
     {"nodes", nodes_main, "nodes known to the coordinator"},
