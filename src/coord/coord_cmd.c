@@ -201,6 +201,17 @@ void coord_render_status(void *arg, kbuf *out) {
     cJSON_Delete(r);
 }
 
+/* Replies with the JSON or the text rendering of a view, and frees both. */
+static void reply_view(cctx *x, cJSON *json, kbuf *text) {
+    if (want_json(x)) {
+        reply_json(x, json);
+    } else {
+        cJSON_Delete(json);
+        resp_w_bulk(&x->c->out, text->p, text->len);
+    }
+    kbuf_close(text);
+}
+
 static void c_status(cctx *x) {
     coord *co = x->co;
     size_t nn;
@@ -281,13 +292,7 @@ static void c_nodes(cctx *x) {
                     n->capacity, v[k].partitions);
     }
     free(v);
-    if (want_json(x))
-        reply_json(x, arr);
-    else {
-        cJSON_Delete(arr);
-        resp_w_bulk(&x->c->out, b.p, b.len);
-    }
-    kbuf_close(&b);
+    reply_view(x, arr, &b);
 }
 
 /* PARTITIONS [NODE id] [JSON] */
@@ -335,13 +340,7 @@ static void c_partitions(cctx *x) {
                     (unsigned long long)pm->keys);
     }
     free(parts);
-    if (want_json(x))
-        reply_json(x, arr);
-    else {
-        cJSON_Delete(arr);
-        resp_w_bulk(&x->c->out, b.p, b.len);
-    }
-    kbuf_close(&b);
+    reply_view(x, arr, &b);
 }
 
 /* ---- Peer commands ------------------------------------------------------- */

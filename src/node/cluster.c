@@ -73,17 +73,11 @@ static void metrics_json(void *arg, kbuf *b) {
         used = total - (unsigned long long)vfs.f_bavail * vfs.f_frsize;
     }
     kbuf_printf(b, "{\"disk_used\":%llu,\"disk_capacity\":%llu,\"partitions\":[", used, total);
-    unsigned np = s->pt ? ptable_partitions(s->pt) : 0, per = np ? 16384u / np : 0;
+    unsigned np = s->pt ? ptable_partitions(s->pt) : 0;
     int first = 1;
     for (unsigned p = 0; p < np; p++) {
-        uint64_t keys = 0, bytes = 0, k, by;
-        for (unsigned sl = p * per; sl < (p + 1) * per; sl++) {
-            store_slot_stats(s->st, sl, &k, &by);
-            keys += k;
-            bytes += by;
-        }
-        part_state st = ptable_state(s->pt, p);
-        if (st != PART_SERVING && st != PART_OUTGOING && st != PART_FENCED && !keys) continue;
+        uint64_t keys, bytes;
+        if (!node_partition_totals(s, p, &keys, &bytes)) continue;
         kbuf_printf(b, "%s[%u,%llu,%llu,%.3f]", first ? "" : ",", p, (unsigned long long)bytes,
                     (unsigned long long)keys, s->mx->part_rate[p]);
         first = 0;

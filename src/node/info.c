@@ -104,6 +104,19 @@ void cmd_info(cmd_ctx *x) {
     kbuf_close(&b);
 }
 
+int node_partition_totals(const server *s, unsigned p, uint64_t *keys, uint64_t *bytes) {
+    unsigned per = 16384u / ptable_partitions(s->pt);
+    *keys = *bytes = 0;
+    for (unsigned sl = p * per; sl < (p + 1) * per; sl++) {
+        uint64_t k, b;
+        store_slot_stats(s->st, sl, &k, &b);
+        *keys += k;
+        *bytes += b;
+    }
+    part_state st = ptable_state(s->pt, p);
+    return st == PART_SERVING || st == PART_OUTGOING || st == PART_FENCED || *keys;
+}
+
 /* ---- Prometheus ---------------------------------------------------------- */
 
 static const char *class_names[CLASS__COUNT] = {"read", "write", "admin"};
@@ -137,19 +150,12 @@ void node_render_metrics(void *arg, kbuf *b) {
         {"keel_partition_keys", "Keys stored in the partition."},
         {"keel_partition_bytes", "Bytes (encoded keys and values) in the partition."},
         {"keel_partition_ops_per_sec", "Smoothed commands per second on the partition."}};
-    unsigned per = 16384u / m->partitions;
     for (int k = 0; k < 3; k++) {
         kbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", part_metrics[k][0], part_metrics[k][1],
                     part_metrics[k][0]);
         for (unsigned p = 0; p < m->partitions; p++) {
-            uint64_t keys = 0, bytes = 0, sk, sb;
-            for (unsigned sl = p * per; sl < (p + 1) * per; sl++) {
-                store_slot_stats(s->st, sl, &sk, &sb);
-                keys += sk;
-                bytes += sb;
-            }
-            part_state st = ptable_state(s->pt, p);
-            if (st != PART_SERVING && st != PART_OUTGOING && st != PART_FENCED && !keys) continue;
+            uint64_t keys, bytes;
+            if (!node_partition_totals(s, p, &keys, &bytes)) continue;
             if (k == 0)
                 kbuf_printf(b, "%s{partition=\"%u\"} %llu\n", part_metrics[k][0], p,
                             (unsigned long long)keys);

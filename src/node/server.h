@@ -51,4 +51,8 @@ typedef struct server {
  * process exit status. */
 int server_run(const node_config *cfg);
 
+/* Keys and bytes of partition p on this node (sums over its slots), and
+ * whether it is worth reporting: served here, or still holding data. */
+int node_partition_totals(const server *s, unsigned p, uint64_t *keys, uint64_t *bytes);
+
 #endif
