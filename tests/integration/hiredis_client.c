@@ -15,47 +15,39 @@
 
 static int failures;
 
-static void check(int ok, const char *fmt, ...)
-{
+static void check(int ok, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     printf("%s ", ok ? "ok  " : "FAIL");
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
-    if (!ok)
-        failures++;
+    if (!ok) failures++;
 }
 
 /* Runs one command; returns the reply (NULL on I/O error, reported). */
-static redisReply *cmd(redisContext *c, const char *fmt, ...)
-{
+static redisReply *cmd(redisContext *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     redisReply *r = redisvCommand(c, fmt, ap);
     va_end(ap);
-    if (!r)
-        check(0, "command '%s': I/O error: %s", fmt, c->errstr);
+    if (!r) check(0, "command '%s': I/O error: %s", fmt, c->errstr);
     return r;
 }
 
-static int is_status(const redisReply *r, const char *s)
-{
+static int is_status(const redisReply *r, const char *s) {
     return r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, s) == 0;
 }
 
-static int is_string(const redisReply *r, const char *s, size_t len)
-{
+static int is_string(const redisReply *r, const char *s, size_t len) {
     return r && r->type == REDIS_REPLY_STRING && r->len == len && memcmp(r->str, s, len) == 0;
 }
 
-static int is_int(const redisReply *r, long long v)
-{
+static int is_int(const redisReply *r, long long v) {
     return r && r->type == REDIS_REPLY_INTEGER && r->integer == v;
 }
 
-static void basics(redisContext *c)
-{
+static void basics(redisContext *c) {
     redisReply *r;
     static const char bin[] = "a\0b\r\nc";
 
@@ -112,8 +104,7 @@ static void basics(redisContext *c)
     freeReplyObject(r);
 }
 
-static void pipelined(redisContext *c)
-{
+static void pipelined(redisContext *c) {
     enum { N = 1000 };
     char key[64], val[64];
     int bad = 0, i;
@@ -150,8 +141,7 @@ static void pipelined(redisContext *c)
     check(bad == 0, "1000 pipelined GETs return their values in order (%d bad)", bad);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s HOST PORT\n", argv[0]);
         return 2;

@@ -189,7 +189,8 @@ static void dispatch_errors(void **state) {
            "-ERR wrong number of arguments for 'cluster|keyslot' command\r\n");
     EXPECT(f, "cluster foo", "-ERR unknown subcommand 'foo'. Try CLUSTER HELP.\r\n");
     EXPECT(f, "SELECT 1", "-ERR SELECT is not allowed in cluster mode\r\n");
-    EXPECT(f, "KEEL.MAP x", "-NOPERM this command needs an authenticated cluster peer (KEEL.AUTH)\r\n");
+    EXPECT(f, "KEEL.MAP x",
+           "-NOPERM this command needs an authenticated cluster peer (KEEL.AUTH)\r\n");
     EXPECT(f, "SELECT x", "-ERR value is not an integer or out of range\r\n");
     EXPECT(f, "SELECT 0", "+OK\r\n");
     /* "foo" is slot 12182, partition 11: ours. Find a key in partition 0. */
