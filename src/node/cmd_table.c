@@ -2,13 +2,15 @@
  * positions (COMMAND reports these, and cluster clients route with them). */
 #include "node/cmd.h"
 
+/* clang-format off */
 #define H(name) void cmd_##name(cmd_ctx *x);
 H(get)
 H(set)
 H(setnx)
 H(getset)
 H(getdel)
-H(mget) H(mset) H(del) H(exists) H(incr) H(incrby) H(decr) H(decrby) H(append) H(strlen) H(expire)
+H(mget)
+H(mset) H(del) H(exists) H(incr) H(incrby) H(decr) H(decrby) H(append) H(strlen) H(expire)
     H(pexpire) H(ttl) H(pttl) H(persist) H(ping) H(echo) H(ok) H(quit) H(auth) H(hello) H(select)
         H(dbsize) H(info) H(client) H(client_id) H(client_getname) H(client_setname) H(config)
             H(config_get) H(command) H(command_count) H(command_info) H(command_docs)
@@ -16,6 +18,7 @@ H(mget) H(mset) H(del) H(exists) H(incr) H(incrby) H(decr) H(decrby) H(append) H
                     H(cluster_info) H(cluster_myid) H(cluster_keyslot) H(cluster_countkeysinslot)
                         H(cluster_getkeysinslot)
 #undef H
+/* clang-format on */
 
 #define W (CMD_WRITE)
 #define R (CMD_READONLY)

@@ -128,20 +128,20 @@ void resp_value_free(resp_value *v);
 /* Each appends one frame to b and returns 0 or KEEL_ENOMEM. proto is 2 or 3:
  * RESP3-only types degrade to their RESP2 forms as redis-server does. */
 
-int resp_w_simple(kbuf *b, const char *s);            /* +s */
-int resp_w_error(kbuf *b, const char *msg);           /* -msg; CR/LF become spaces */
+int resp_w_simple(kbuf *b, const char *s);  /* +s */
+int resp_w_error(kbuf *b, const char *msg); /* -msg; CR/LF become spaces */
 int resp_w_errorf(kbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int resp_w_int(kbuf *b, long long v);                 /* :v */
-int resp_w_bulk(kbuf *b, const void *p, size_t len);  /* $len */
+int resp_w_int(kbuf *b, long long v);                /* :v */
+int resp_w_bulk(kbuf *b, const void *p, size_t len); /* $len */
 int resp_w_bulkstr(kbuf *b, const char *s);
-int resp_w_null(kbuf *b, int proto);                  /* $-1 | _ */
-int resp_w_null_array(kbuf *b, int proto);            /* *-1 | _ */
-int resp_w_array(kbuf *b, size_t n);                  /* *n */
-int resp_w_map(kbuf *b, int proto, size_t pairs);     /* *2n | %n */
-int resp_w_set(kbuf *b, int proto, size_t n);         /* *n | ~n */
-int resp_w_double(kbuf *b, int proto, double v);      /* bulk "%.17g" | ,v */
-int resp_w_bool(kbuf *b, int proto, int v);           /* :0/:1 | #f/#t */
+int resp_w_null(kbuf *b, int proto);              /* $-1 | _ */
+int resp_w_null_array(kbuf *b, int proto);        /* *-1 | _ */
+int resp_w_array(kbuf *b, size_t n);              /* *n */
+int resp_w_map(kbuf *b, int proto, size_t pairs); /* *2n | %n */
+int resp_w_set(kbuf *b, int proto, size_t n);     /* *n | ~n */
+int resp_w_double(kbuf *b, int proto, double v);  /* bulk "%.17g" | ,v */
+int resp_w_bool(kbuf *b, int proto, int v);       /* :0/:1 | #f/#t */
 int resp_w_verbatim(kbuf *b, int proto, const char *fmt3, const void *p, size_t len);
-                                                      /* bulk | =len+4 fmt3: */
+/* bulk | =len+4 fmt3: */
 
 #endif
