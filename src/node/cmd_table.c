@@ -4,19 +4,14 @@
 
 /* clang-format off */
 #define H(name) void cmd_##name(cmd_ctx *x);
-H(get)
-H(set)
-H(setnx)
-H(getset)
-H(getdel)
-H(mget)
-H(mset) H(del) H(exists) H(incr) H(incrby) H(decr) H(decrby) H(append) H(strlen) H(expire)
-    H(pexpire) H(ttl) H(pttl) H(persist) H(ping) H(echo) H(ok) H(quit) H(auth) H(hello) H(select)
-        H(dbsize) H(info) H(client) H(client_id) H(client_getname) H(client_setname) H(config)
-            H(config_get) H(command) H(command_count) H(command_info) H(command_docs)
-                H(command_getkeys) H(cluster) H(cluster_slots) H(cluster_shards) H(cluster_nodes)
-                    H(cluster_info) H(cluster_myid) H(cluster_keyslot) H(cluster_countkeysinslot)
-                        H(cluster_getkeysinslot)
+H(get) H(set) H(setnx) H(getset) H(getdel) H(mget) H(mset) H(del) H(exists)
+H(incr) H(incrby) H(decr) H(decrby) H(append) H(strlen)
+H(expire) H(pexpire) H(ttl) H(pttl) H(persist)
+H(ping) H(echo) H(ok) H(quit) H(auth) H(hello) H(select) H(dbsize) H(info)
+H(client) H(client_id) H(client_getname) H(client_setname) H(config) H(config_get)
+H(command) H(command_count) H(command_info) H(command_docs) H(command_getkeys)
+H(cluster) H(cluster_slots) H(cluster_shards) H(cluster_nodes) H(cluster_info)
+H(cluster_myid) H(cluster_keyslot) H(cluster_countkeysinslot) H(cluster_getkeysinslot)
 #undef H
 /* clang-format on */
 
