@@ -27,8 +27,29 @@ static int parse_map(const char *json, size_t len, keel_map *m, char *err, size_
     return rc;
 }
 
-static void on_map(void *arg, const char *json, size_t len) {
+/* The directive high-water mark, persisted with each admitted map. */
+static void save_mark(server *s, uint64_t term, uint64_t seq) {
+    char mark[48];
+    int n =
+        snprintf(mark, sizeof mark, "%llu %llu", (unsigned long long)term, (unsigned long long)seq);
+    if (store_meta_put(s->st, "directive_mark", mark, (size_t)n))
+        keel_log(KEEL_LOG_ERROR, "directive_mark_persist_failed", "term=%llu seq=%llu",
+                 (unsigned long long)term, (unsigned long long)seq);
+}
+
+static void load_mark(server *s, coordlink_config *lc) {
+    char *v = NULL;
+    size_t len = 0;
+    unsigned long long t, q;
+    if (store_meta_get(s->st, "directive_mark", &v, &len) == 0 &&
+        sscanf(v, "%llu %llu", &t, &q) == 2)
+        lc->last_term = t, lc->last_seq = q;
+    free(v);
+}
+
+static void on_map(void *arg, const char *json, size_t len, uint64_t term, uint64_t seq) {
     server *s = arg;
+    save_mark(s, term, seq);
     if (!s->pt) { /* start-up: keep the first one for node_cluster_start */
         s->first_map.len = 0;
         kbuf_append(&s->first_map, json, len);
@@ -98,6 +119,7 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
                            .capacity = s->cfg.capacity,
                            .heartbeat_ms = 1000};
     coordlink_cbs cbs = {.on_map = on_map, .metrics = metrics_json, .map_version = map_version};
+    load_mark(s, &lc);
     char *saved = NULL;
     size_t len = 0;
     if (store_meta_get(s->st, "map", &saved, &len) == 0) {

@@ -211,7 +211,7 @@ static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
                  directive_verdict_name(v), (unsigned long long)term, (unsigned long long)seq);
         return;
     }
-    l->cbs.on_map(l->arg, map->str, map->len);
+    l->cbs.on_map(l->arg, map->str, map->len, term, seq);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -234,6 +234,8 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
         free(l);
         return NULL;
     }
+    if (cfg->last_term || cfg->last_seq)
+        directive_guard_restore(l->guard, cfg->last_term, cfg->last_seq);
     l->loop = loop;
     l->cfg = *cfg;
     snprintf(l->host, sizeof l->host, "%s", cfg->host);

@@ -29,11 +29,14 @@ typedef struct coordlink_config {
     const char *rack; /* "" = none */
     double capacity;
     int heartbeat_ms;
+    uint64_t last_term, last_seq; /* the last directive admitted before a restart; 0 0 = none */
 } coordlink_config;
 
 typedef struct coordlink_cbs {
-    /* An admitted map directive: JSON text, valid for the call only. */
-    void (*on_map)(void *arg, const char *json, size_t len);
+    /* An admitted map directive (term, seq): JSON text, valid for the call
+     * only. The node persists (term, seq) so that a restart cannot be made
+     * to accept it again (see coordlink_config.last_term). */
+    void (*on_map)(void *arg, const char *json, size_t len, uint64_t term, uint64_t seq);
     /* Appends this node's metrics JSON for a heartbeat (see coord_cmd.c). */
     void (*metrics)(void *arg, kbuf *out);
     /* The map version the node holds (heartbeats ask for newer ones). */
