@@ -1,18 +1,53 @@
-/* admin.c - `keel status`, `keel nodes`, `keel partitions`: operator views
- * fetched from the coordinator over RESP (hiredis) and printed as text or,
- * with --json, as the JSON the coordinator renders. */
+/* admin.c - the operator commands of the `keel` CLI: each sends one admin
+ * command to the coordinator over RESP (hiredis) and prints the reply (text,
+ * or with --json the JSON the coordinator renders).
+ *
+ *   keel status|nodes|partitions [--node ID] [--json]
+ *   keel set NAME VALUE | keel unset NAME
+ *   keel pause [--reason TEXT] | keel resume
+ *   keel drain NODE | keel remove NODE
+ *   keel plan --coord HOST:PORT [--json]      (plan.c hands this case here)
+ *
+ * Every one takes --coord HOST:PORT (default 127.0.0.1:7400) and --password
+ * PW (or $KEEL_PASSWORD). Exit status: 0, 1 (the coordinator refused or is
+ * unreachable), 2 (bad usage). */
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_ARGS 8
+
+typedef struct admin_cmd {
+    const char *cli;        /* keel <cli> */
+    const char *wire;       /* the coordinator command */
+    const char *sub;        /* a fixed first argument, or NULL */
+    int positionals;        /* required positional arguments */
+    int json, node, reason; /* flags it takes */
+    const char *usage;
+} admin_cmd;
+
+static const admin_cmd cmds[] = {
+    {"status", "STATUS", NULL, 0, 1, 0, 0, ""},
+    {"nodes", "NODES", NULL, 0, 1, 0, 0, ""},
+    {"partitions", "PARTITIONS", NULL, 0, 1, 1, 0, " [--node ID]"},
+    {"plan", "PLAN", NULL, 0, 1, 0, 0, ""},
+    {"set", "SETTING", "SET", 2, 0, 0, 0, " NAME VALUE"},
+    {"unset", "SETTING", "RESET", 1, 0, 0, 0, " NAME"},
+    {"pause", "PAUSE", NULL, 0, 0, 0, 1, " [--reason TEXT]"},
+    {"resume", "RESUME", NULL, 0, 0, 0, 0, ""},
+    {"drain", "DRAIN", NULL, 1, 0, 0, 0, " NODE"},
+    {"remove", "REMOVE", NULL, 1, 0, 0, 0, " NODE"},
+};
+
 typedef struct admin_args {
     char host[256];
     int port;
     int json;
-    const char *node;
-    const char *password;
+    const char *node, *reason, *password;
+    const char *pos[2];
+    int npos;
 } admin_args;
 
 static int parse_coord(const char *v, admin_args *a) {
@@ -28,76 +63,81 @@ static int parse_coord(const char *v, admin_args *a) {
     return 0;
 }
 
-static int parse_args(const char *cmd, int argc, char **argv, admin_args *a) {
+static int usage(const admin_cmd *d, const char *bad) {
+    fprintf(stderr, "keel %s: %s\nusage: keel %s%s --coord HOST:PORT%s [--password PW]\n", d->cli,
+            bad, d->cli, d->usage, d->json ? " [--json]" : "");
+    return 2;
+}
+
+static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) {
     memset(a, 0, sizeof *a);
     snprintf(a->host, sizeof a->host, "127.0.0.1");
     a->port = 7400;
     a->password = getenv("KEEL_PASSWORD");
     for (int i = 0; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--json")) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (d->json && !strcmp(f, "--json"))
             a->json = 1;
-        } else if (!strcmp(argv[i], "--coord") && v) {
-            if (parse_coord(v, a)) {
-                fprintf(stderr, "keel %s: --coord must be HOST:PORT, got '%s'\n", cmd, v);
-                return -1;
-            }
+        else if (!strcmp(f, "--coord") && v) {
+            if (parse_coord(v, a)) return usage(d, "--coord must be HOST:PORT");
             i++;
-        } else if (!strcmp(argv[i], "--node") && v && !strcmp(cmd, "partitions")) {
-            a->node = v;
-            i++;
-        } else if (!strcmp(argv[i], "--password") && v) {
-            a->password = v;
-            i++;
-        } else {
-            fprintf(stderr,
-                    "keel %s: unknown flag or missing value '%s'\n"
-                    "usage: keel %s --coord HOST:PORT [--json]%s [--password PW]\n",
-                    cmd, argv[i], cmd, !strcmp(cmd, "partitions") ? " [--node ID]" : "");
-            return -1;
+        } else if (d->node && !strcmp(f, "--node") && v)
+            a->node = argv[++i];
+        else if (d->reason && !strcmp(f, "--reason") && v)
+            a->reason = argv[++i];
+        else if (!strcmp(f, "--password") && v)
+            a->password = argv[++i];
+        else if (f[0] != '-' && a->npos < d->positionals)
+            a->pos[a->npos++] = f;
+        else {
+            char msg[128];
+            snprintf(msg, sizeof msg, "unexpected argument '%.64s'", f);
+            return usage(d, msg);
         }
     }
+    if (a->npos != d->positionals) return usage(d, "missing argument");
     return 0;
 }
 
-/* Runs `cmd` against the coordinator and prints its reply. */
-static int admin_run(const char *cmd, int argc, char **argv) {
-    admin_args a;
-    if (parse_args(cmd, argc, argv, &a)) return 2;
+static int run(const admin_cmd *d, const admin_args *a) {
     struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout(a.host, a.port, tv);
+    redisContext *c = redisConnectWithTimeout(a->host, a->port, tv);
     if (!c || c->err) {
-        fprintf(stderr, "keel %s: cannot reach the coordinator at %s:%d: %s\n", cmd, a.host, a.port,
-                c ? c->errstr : "out of memory");
+        fprintf(stderr, "keel %s: cannot reach the coordinator at %s:%d: %s\n", d->cli, a->host,
+                a->port, c ? c->errstr : "out of memory");
         redisFree(c);
         return 1;
     }
     redisSetTimeout(c, tv);
     int status = 1;
     redisReply *r = NULL;
-    if (a.password) {
-        r = redisCommand(c, "AUTH %s", a.password);
+    if (a->password) {
+        r = redisCommand(c, "AUTH %s", a->password);
         if (!r || r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "keel %s: %s\n", cmd, r ? r->str : c->errstr);
+            fprintf(stderr, "keel %s: %s\n", d->cli, r ? r->str : c->errstr);
             goto out;
         }
         freeReplyObject(r);
     }
-    const char *argv2[5] = {cmd};
+    const char *argv[MAX_ARGS] = {d->wire};
     int n = 1;
-    if (a.node) argv2[n++] = "NODE", argv2[n++] = a.node;
-    if (a.json) argv2[n++] = "JSON";
-    r = redisCommandArgv(c, n, argv2, NULL);
+    if (d->sub) argv[n++] = d->sub;
+    for (int i = 0; i < a->npos; i++)
+        argv[n++] = a->pos[i];
+    if (a->node) argv[n++] = "NODE", argv[n++] = a->node;
+    if (a->reason) argv[n++] = a->reason;
+    if (a->json) argv[n++] = "JSON";
+    r = redisCommandArgv(c, n, argv, NULL);
     if (!r) {
-        fprintf(stderr, "keel %s: %s\n", cmd, c->errstr);
+        fprintf(stderr, "keel %s: %s\n", d->cli, c->errstr);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        fprintf(stderr, "keel %s: %s\n", cmd, r->str);
+        fprintf(stderr, "keel %s: %s\n", d->cli, r->str);
     } else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
         fwrite(r->str, 1, r->len, stdout);
         if (r->len && r->str[r->len - 1] != '\n') putchar('\n');
         status = 0;
     } else {
-        fprintf(stderr, "keel %s: unexpected reply type %d\n", cmd, r->type);
+        fprintf(stderr, "keel %s: unexpected reply type %d\n", d->cli, r->type);
     }
 out:
     freeReplyObject(r);
@@ -105,12 +145,30 @@ out:
     return status;
 }
 
-int status_main(int argc, char **argv, const char *self) {
-    return admin_run("status", argc, argv);
+/* Entry point for every admin subcommand: argv[-1] names it (main.c passes
+ * the arguments after the subcommand name, and the name in self_name). */
+int admin_main(const char *name, int argc, char **argv) {
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        if (strcmp(cmds[i].cli, name)) continue;
+        admin_args a;
+        int rc = parse_args(&cmds[i], argc, argv, &a);
+        return rc ? rc : run(&cmds[i], &a);
+    }
+    fprintf(stderr, "keel: no admin command '%s'\n", name);
+    return 2;
 }
-int nodes_main(int argc, char **argv, const char *self) {
-    return admin_run("nodes", argc, argv);
-}
-int partitions_main(int argc, char **argv, const char *self) {
-    return admin_run("partitions", argc, argv);
-}
+
+#define ADMIN_MAIN(fn, name)                                                                       \
+    int fn(int argc, char **argv, const char *self) {                                              \
+        (void)self;                                                                                \
+        return admin_main(name, argc, argv);                                                       \
+    }
+ADMIN_MAIN(status_main, "status")
+ADMIN_MAIN(nodes_main, "nodes")
+ADMIN_MAIN(partitions_main, "partitions")
+ADMIN_MAIN(set_main, "set")
+ADMIN_MAIN(unset_main, "unset")
+ADMIN_MAIN(pause_main, "pause")
+ADMIN_MAIN(resume_main, "resume")
+ADMIN_MAIN(drain_main, "drain")
+ADMIN_MAIN(remove_main, "remove")

@@ -12,6 +12,12 @@ int coord_main(int argc, char **argv, const char *self);      /* coord_main.c */
 int status_main(int argc, char **argv, const char *self);     /* admin.c */
 int nodes_main(int argc, char **argv, const char *self);      /* admin.c */
 int partitions_main(int argc, char **argv, const char *self); /* admin.c */
+int set_main(int argc, char **argv, const char *self);        /* admin.c */
+int unset_main(int argc, char **argv, const char *self);      /* admin.c */
+int pause_main(int argc, char **argv, const char *self);      /* admin.c */
+int resume_main(int argc, char **argv, const char *self);     /* admin.c */
+int drain_main(int argc, char **argv, const char *self);      /* admin.c */
+int remove_main(int argc, char **argv, const char *self);     /* admin.c */
 int plan_main(int argc, char **argv, const char *self);       /* plan.c */
 int sim_main(int argc, char **argv, const char *self);        /* sim.c */
 
@@ -43,6 +49,12 @@ static const struct {
     {"status", status_main, "cluster status from the coordinator (--coord HOST:PORT [--json])"},
     {"nodes", nodes_main, "nodes known to the coordinator"},
     {"partitions", partitions_main, "partitions, owners and epochs [--node ID]"},
+    {"set", set_main, "change a coordinator setting: keel set NAME VALUE"},
+    {"unset", unset_main, "put a setting back to its default"},
+    {"pause", pause_main, "kill switch: start no new move [--reason TEXT]"},
+    {"resume", resume_main, "lift the kill switch"},
+    {"drain", drain_main, "mark a node DRAINING: the planner empties it"},
+    {"remove", remove_main, "mark an empty node REMOVED"},
 };
 
 static void usage(FILE *f) {

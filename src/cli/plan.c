@@ -19,8 +19,10 @@
 
 static void plan_usage(FILE *f) {
     fputs("usage: keel plan --model FILE [--json]\n"
+          "       keel plan --coord HOST:PORT [--json] [--password PW]\n"
           "  Plans one rebalance round for the cluster described in FILE (JSON; see\n"
           "  docs/planner.md) and prints the moves with their reasons.\n"
+          "  With --coord, asks a running coordinator for a dry run on live metrics.\n"
           "  --json   print the plan as one JSON object instead of a table\n",
           f);
 }
@@ -174,10 +176,14 @@ static int plan_model_file(const char *path, int json) {
     return status;
 }
 
+int admin_main(const char *name, int argc, char **argv); /* admin.c */
+
 int plan_main(int argc, char **argv, const char *self) {
     const char *model = NULL;
     int json = 0;
     (void)self;
+    for (int i = 0; i < argc; i++) /* against a live coordinator: a dry run there */
+        if (!strcmp(argv[i], "--coord")) return admin_main("plan", argc, argv);
     if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
         plan_usage(stdout);
         return 0;

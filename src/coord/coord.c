@@ -26,21 +26,42 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Every setting, its default and its range. Those after the membership
+ * ones feed the planner (PLAN) and, with the move protocol, the rebalance
+ * loop. */
 const setting_def coord_settings[] = {
-    {"heartbeat_ms", "1000", "how often nodes heartbeat"},
-    {"node_suspect_after_ms", "3000", "silence before a node is SUSPECT (3 heartbeats)"},
-    {"node_dead_after_ms", "300000", "silence before a node is DOWN"},
-    {"bootstrap_wait_ms", "2000", "wait after the first node registers before placing"},
-    {NULL, NULL, NULL},
+    {"heartbeat_ms", "1000", "how often nodes heartbeat", 100, 60000},
+    {"node_suspect_after_ms", "3000", "silence before a node is SUSPECT (3 heartbeats)", 300,
+     3.6e6},
+    {"node_dead_after_ms", "300000", "silence before a node is DOWN", 1000, 8.64e7},
+    {"bootstrap_wait_ms", "2000", "wait after the first node registers before placing", 0, 3.6e6},
+    {"load_weight", "0.5", "weight of the load term against bytes", 0, 100},
+    {"start_ratio", "1.25", "an episode starts above this max/mean", 1, 100},
+    {"stop_ratio", "1.10", "an episode ends inside this max/mean", 1, 100},
+    {"max_moves_per_round", "16", "moves one planning round may propose (0 = no limit)", 0, 1e6},
+    {"min_gain", "0", "a move must gain more than this", 0, 1e6},
+    {"min_residence_s", "600", "a partition stays put this long after a move", 0, 8.64e6},
+    {"disk_low", "0.85", "no moves into a node above this disk fraction", 0, 1},
+    {"disk_high", "0.90", "a node above this disk fraction sheds", 0, 1},
+    {"disk_flood", "0.95", "a node above this sheds before anything else", 0, 1},
+    {NULL, NULL, NULL, 0, 0},
 };
 
-long long coord_setting_ll(coord *co, const char *name) {
+const setting_def *coord_setting_find(const char *name) {
+    for (const setting_def *d = coord_settings; d->name; d++)
+        if (!strcmp(d->name, name)) return d;
+    return NULL;
+}
+
+double coord_setting_d(coord *co, const char *name) {
     mapstore_setting st;
-    const char *v = NULL;
-    if (mapstore_setting_get(co->ms, name, &st) == 0) v = st.value;
-    for (const setting_def *d = coord_settings; !v && d->name; d++)
-        if (!strcmp(d->name, name)) v = d->def;
-    return v ? atoll(v) : 0;
+    if (mapstore_setting_get(co->ms, name, &st) == 0) return atof(st.value);
+    const setting_def *d = coord_setting_find(name);
+    return d ? atof(d->def) : 0;
+}
+
+long long coord_setting_ll(coord *co, const char *name) {
+    return (long long)coord_setting_d(co, name);
 }
 
 /* ---- Flags --------------------------------------------------------------- */
@@ -211,21 +232,31 @@ static void check_members(coord *co, int64_t now) {
     free(nodes);
 }
 
+/* The kill switch is reported loudly: a log line every minute while set. */
+static void report_pause(coord *co, int64_t now) {
+    static int64_t last;
+    mapstore_setting ps;
+    if (now - last < 60000 || mapstore_setting_get(co->ms, "paused", &ps)) return;
+    last = now;
+    char q[256];
+    keel_log(KEEL_LOG_WARN, "rebalance_paused", "for_s=%.0f reason=%s",
+             mapstore_setting_age_ms(&ps, now) / 1000.0,
+             keel_log_quote(q, sizeof q, ps.value, strlen(ps.value)));
+}
+
 static void on_member_timer(uv_timer_t *t) {
     coord *co = t->data;
     int64_t now = keel_wall_ms();
     check_members(co, now);
     coord_maybe_place(co, now);
+    report_pause(co, now);
 }
 
 /* ---- Placement ----------------------------------------------------------- */
 
-/* Builds the planner's model of the cluster (nodes, partitions, metrics). */
-static int build_model(coord *co, const mapstore_node *nodes, size_t nn,
-                       const mapstore_partition *parts, size_t np, plan_model *m) {
-    plan_model_init(m);
-    int rc = plan_model_reserve_parts(m, np);
-    for (size_t k = 0; !rc && k < nn; k++) {
+static int add_nodes(coord *co, int64_t now, const mapstore_node *nodes, size_t nn, plan_model *m) {
+    for (size_t k = 0; k < nn; k++) {
+        if (nodes[k].state == MAPSTORE_NODE_REMOVED) continue;
         plan_node pn;
         plan_node_default(&pn, nodes[k].id);
         snprintf(pn.rack, sizeof pn.rack, "%s", nodes[k].rack);
@@ -235,10 +266,42 @@ static int build_model(coord *co, const mapstore_node *nodes, size_t nn,
                    : nodes[k].state == MAPSTORE_NODE_SUSPECT  ? PLAN_NODE_SUSPECT
                                                               : PLAN_NODE_DOWN;
         member *mb = coord_member(co, nodes[k].id, 0);
-        if (mb) pn.disk_used = (double)mb->disk_used, pn.disk_capacity = (double)mb->disk_capacity;
+        if (mb) {
+            pn.disk_used = (double)mb->disk_used;
+            pn.disk_capacity = (double)mb->disk_capacity;
+        }
+        /* Never heard from since this coordinator started: missing data. */
+        pn.metrics_age_s = mb && mb->last_hb_ms ? (double)(now - mb->last_hb_ms) / 1000.0 : 1e9;
+        if (pn.metrics_age_s < 0) pn.metrics_age_s = 0;
         int idx = plan_model_add_node(m, &pn); /* its index, or a negative KEEL_E* */
-        rc = idx < 0 ? idx : 0;
+        if (idx < 0) return idx;
     }
+    return 0;
+}
+
+static void plan_settings_from(coord *co, plan_settings *ps) {
+    plan_settings_default(ps);
+    ps->load_weight = coord_setting_d(co, "load_weight");
+    ps->start_ratio = coord_setting_d(co, "start_ratio");
+    ps->stop_ratio = coord_setting_d(co, "stop_ratio");
+    ps->max_moves = (uint32_t)coord_setting_ll(co, "max_moves_per_round");
+    ps->min_gain = coord_setting_d(co, "min_gain");
+    ps->min_residence_s = coord_setting_d(co, "min_residence_s");
+    ps->disk_low = coord_setting_d(co, "disk_low");
+    ps->disk_high = coord_setting_d(co, "disk_high");
+    ps->disk_flood = coord_setting_d(co, "disk_flood");
+    ps->max_metrics_age_s = 3.0 * (double)coord_setting_ll(co, "heartbeat_ms") / 1000.0;
+}
+
+int coord_build_model(coord *co, int64_t now, plan_model *m) {
+    mapstore_partition *parts = NULL;
+    mapstore_node *nodes = NULL;
+    size_t np = 0, nn = 0;
+    plan_model_init(m);
+    int rc = mapstore_partition_list(co->ms, &parts, &np);
+    if (!rc) rc = mapstore_node_list(co->ms, &nodes, &nn);
+    if (!rc) rc = plan_model_reserve_parts(m, np);
+    if (!rc) rc = add_nodes(co, now, nodes, nn, m);
     for (size_t i = 0; !rc && i < np; i++) {
         plan_part pp;
         plan_part_default(&pp, parts[i].id);
@@ -250,6 +313,9 @@ static int build_model(coord *co, const mapstore_node *nodes, size_t nn,
         int idx = plan_model_add_part(m, &pp);
         rc = idx < 0 ? idx : 0;
     }
+    plan_settings_from(co, &m->settings);
+    free(parts);
+    free(nodes);
     return rc;
 }
 
@@ -270,14 +336,15 @@ void coord_maybe_place(coord *co, int64_t now) {
     for (size_t i = 0; i < np; i++)
         unowned += parts[i].owner[0] == 0;
     if (!unowned) goto done;
-    int rc = build_model(co, nodes, nn, parts, np, &model);
+    plan_model_close(&model);
+    int rc = coord_build_model(co, now, &model);
     if (!rc) rc = plan_place(&model, &placed, NULL);
     if (rc) {
         keel_log(KEEL_LOG_ERROR, "placement_failed", "error=%s", keel_errname(rc));
         goto done;
     }
     if (!placed || !(pl = calloc(placed, sizeof *pl))) goto done;
-    for (size_t i = 0; i < np; i++)
+    for (size_t i = 0; i < np && i < model.nparts; i++)
         if (!parts[i].owner[0] && model.parts[i].nreplicas)
             pl[m++] = (mapstore_placement){parts[i].id, model.nodes[model.parts[i].replicas[0]].id};
     uint64_t version;

@@ -22,18 +22,10 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct cctx {
-    coord *co;
-    client *c;
-    int argc;
-    char **argv;
-    const size_t *len;
-    int64_t now;
-} cctx;
-
-static void err(cctx *x, const char *msg) {
+void coord_reply_err(cctx *x, const char *msg) {
     resp_w_error(&x->c->out, msg);
 }
+#define err coord_reply_err
 
 static peer_conn *pconn(cctx *x) {
     if (!x->c->user) x->c->user = calloc(1, sizeof(peer_conn));
@@ -131,7 +123,7 @@ out:
     return v;
 }
 
-static int want_json(cctx *x) {
+int coord_want_json(const cctx *x) {
     for (int i = 1; i < x->argc; i++)
         if (!strcasecmp(x->argv[i], "json")) return 1;
     return 0;
@@ -188,6 +180,14 @@ static cJSON *status_json(coord *co, int64_t now) {
         cJSON_AddItemToArray(nodes, o);
     }
     settings_json(co, cJSON_AddArrayToObject(r, "settings"), now);
+    mapstore_setting ps;
+    if (mapstore_setting_get(co->ms, "paused", &ps) == 0) {
+        cJSON *p = cJSON_AddObjectToObject(r, "paused");
+        cJSON_AddStringToObject(p, "reason", ps.value);
+        cJSON_AddNumberToObject(p, "age_s", mapstore_setting_age_ms(&ps, now) / 1000.0);
+    } else {
+        cJSON_AddNullToObject(r, "paused");
+    }
     free(v);
     return r;
 }
@@ -203,7 +203,7 @@ void coord_render_status(void *arg, kbuf *out) {
 
 /* Replies with the JSON or the text rendering of a view, and frees both. */
 static void reply_view(cctx *x, cJSON *json, kbuf *text) {
-    if (want_json(x)) {
+    if (coord_want_json(x)) {
         reply_json(x, json);
     } else {
         cJSON_Delete(json);
@@ -221,7 +221,7 @@ static void c_status(cctx *x) {
         err(x, "ERR map store read failed");
         return;
     }
-    if (want_json(x)) {
+    if (coord_want_json(x)) {
         free(v);
         cJSON *r = status_json(co, x->now);
         if (r)
@@ -252,6 +252,10 @@ static void c_status(cctx *x) {
         else
             kbuf_printf(&b, "  %-24s %-10s default\n", d->name, d->def);
     }
+    mapstore_setting ps;
+    if (mapstore_setting_get(co->ms, "paused", &ps) == 0)
+        kbuf_printf(&b, "\n*** REBALANCING PAUSED for %.0f s: %s (keel resume lifts it) ***\n",
+                    mapstore_setting_age_ms(&ps, x->now) / 1000.0, ps.value);
     resp_w_bulk(&x->c->out, b.p, b.len);
     kbuf_close(&b);
     free(v);
@@ -515,6 +519,12 @@ static const ccmd table[] = {
     {"status", 1, 2, F_ADMIN, c_status, NULL},
     {"nodes", 1, 2, F_ADMIN, c_nodes, NULL},
     {"partitions", 1, 4, F_ADMIN, c_partitions, NULL},
+    {"setting", 3, 4, F_ADMIN, coord_c_setting, NULL},
+    {"pause", 1, -1, F_ADMIN, coord_c_pause, NULL},
+    {"resume", 1, 1, F_ADMIN, coord_c_resume, NULL},
+    {"plan", 1, 2, F_ADMIN, coord_c_plan, NULL},
+    {"drain", 2, 2, F_ADMIN, coord_c_drain, NULL},
+    {"remove", 2, 2, F_ADMIN, coord_c_remove, NULL},
     {"keel.auth", 3, 4, F_NOAUTH, c_keel_auth, NULL},
     {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
@@ -571,6 +581,12 @@ void coord_render_metrics(void *arg, kbuf *b) {
         kbuf_printf(b, "keel_node_utilisation{node=\"%s\",state=\"%s\"} %.6f\n", v[k].n.id,
                     mapstore_node_state_name(v[k].n.state), v[k].util);
     free(v);
+    mapstore_setting ps;
+    int paused = mapstore_setting_get(co->ms, "paused", &ps) == 0;
+    kbuf_printf(b, "# TYPE keel_rebalance_paused gauge\nkeel_rebalance_paused %d\n", paused);
+    kbuf_printf(b,
+                "# TYPE keel_rebalance_paused_seconds gauge\nkeel_rebalance_paused_seconds %.3f\n",
+                paused ? mapstore_setting_age_ms(&ps, keel_wall_ms()) / 1000.0 : 0.0);
     kbuf_appendstr(b, "# TYPE keel_setting_age_seconds gauge\n");
     int64_t now = keel_wall_ms();
     for (const setting_def *d = coord_settings; d->name; d++) {

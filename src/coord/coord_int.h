@@ -36,11 +36,12 @@ typedef struct peer_conn {
     char peer_id[KEEL_ID_MAX + 1]; /* set once authenticated */
 } peer_conn;
 
-/* A setting the coordinator knows, with its default. */
+/* A setting the coordinator knows: its default and its range (all numeric). */
 typedef struct setting_def {
     const char *name;
     const char *def;
     const char *help;
+    double min, max;
 } setting_def;
 
 typedef struct coord {
@@ -69,6 +70,34 @@ typedef struct coord {
 extern const setting_def coord_settings[];
 /* The value of a known setting (stored or default), as an integer. */
 long long coord_setting_ll(coord *co, const char *name);
+double coord_setting_d(coord *co, const char *name);
+const setting_def *coord_setting_find(const char *name);
+
+struct plan_model;
+/* The planner's model of the cluster now: nodes, owners, per-partition
+ * bytes and load from heartbeats, metrics ages, planner settings. Returns 0
+ * or a negative KEEL_E*; close the model either way. */
+int coord_build_model(coord *co, int64_t now_ms, struct plan_model *m);
+
+/* A command being executed (coord_cmd.c, coord_ops.c). */
+typedef struct cctx {
+    coord *co;
+    client *c;
+    int argc;
+    char **argv;
+    const size_t *len;
+    int64_t now;
+} cctx;
+
+void coord_reply_err(cctx *x, const char *msg);
+int coord_want_json(const cctx *x);
+/* Operator controls (coord_ops.c). */
+void coord_c_setting(cctx *x);
+void coord_c_pause(cctx *x);
+void coord_c_resume(cctx *x);
+void coord_c_plan(cctx *x);
+void coord_c_drain(cctx *x);
+void coord_c_remove(cctx *x);
 
 member *coord_member(coord *co, const char *id, int create);
 /* The current map as JSON (cached per version). NULL on failure. */

@@ -747,3 +747,33 @@ class Suite:
         print("%d passed, %d failed" % (passed, failed) + (", %d skipped" % skipped if skipped else ""),
               flush=True)
         sys.exit(1 if failed else 0)
+
+
+# ---- Coordinator helpers -----------------------------------------------------
+
+def keel_cli(*args, check_rc=True, timeout=20):
+    """Run `keel ARGS...`; returns the CompletedProcess (text). Raises on a
+    non-zero exit when check_rc."""
+    r = subprocess.run([KEEL_BIN] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout)
+    if check_rc and r.returncode != 0:
+        raise AssertionError("keel %s failed (%d): %s" % (args, r.returncode, r.stderr))
+    return r
+
+
+def start_coord(d, port=None, extra=()):
+    """Start `keel coord --dir D --port P EXTRA...` on a cluster made with
+    --init, and wait until it answers PING."""
+    port = port or free_port()
+    log = os.path.join(tmp_root(), "coord-%d-%d.log" % (port, len(_procs)))
+    srv = _spawn("coord", [KEEL_BIN, "coord", "--dir", d, "--port", str(port)] +
+                 [str(a) for a in extra], port, d, log)
+    _wait_ready(srv, 10)
+    return srv
+
+
+def start_cluster_node(coord_port, secret, node_id, port=None, dir=None, extra=()):
+    """Start `keel node --coord ...` and wait until it serves."""
+    return start_keel(["--coord", "127.0.0.1:%d" % coord_port, "--secret-file", secret,
+                       "--id", node_id, "--fsync", "always"] + list(extra), dir=dir, port=port,
+                      ready_timeout=15)

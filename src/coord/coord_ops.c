@@ -1,0 +1,202 @@
+/* coord_ops.c - operator controls on the coordinator: settings, the kill
+ * switch, the planner's dry run, drain and remove (DESIGN.md §7).
+ *
+ *   SETTING SET <name> <value> | SETTING RESET <name>
+ *   PAUSE [reason...] | RESUME
+ *   PLAN [JSON]          the next round's moves, as the planner would make
+ *                        them now, with reasons, floor and efficiency
+ *   DRAIN <node>         the node becomes DRAINING: the planner empties it
+ *   REMOVE <node>        REMOVED, refused while it still owns a partition
+ *
+ * Every change is one map store transaction and one log line. Settings carry
+ * the time they were set, so STATUS and /metrics show their age. The pause
+ * is the setting "paused" (its value is the reason); while it is set STATUS
+ * and /metrics report it with its age, and the rebalance loop (which comes
+ * with the move protocol) must start no move.
+ */
+#include "coord/coord_int.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "planner/planner.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void store_err(cctx *x) {
+    char msg[MAPSTORE_ERR_MAX + 16];
+    snprintf(msg, sizeof msg, "ERR %s", mapstore_errmsg(x->co->ms));
+    coord_reply_err(x, msg);
+}
+
+static int parse_setting(const setting_def *d, const char *v, char *why, size_t cap) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !isfinite(x)) {
+        snprintf(why, cap, "ERR %s must be a number, got '%s'", d->name, v);
+        return -1;
+    }
+    if (x < d->min || x > d->max) {
+        snprintf(why, cap, "ERR %s must be from %g to %g, got %s", d->name, d->min, d->max, v);
+        return -1;
+    }
+    return 0;
+}
+
+void coord_c_setting(cctx *x) {
+    char msg[256];
+    const setting_def *d = coord_setting_find(x->argv[2]);
+    if (!d) {
+        snprintf(msg, sizeof msg, "ERR unknown setting '%.64s'", x->argv[2]);
+        coord_reply_err(x, msg);
+        return;
+    }
+    double before = coord_setting_d(x->co, d->name);
+    if (!strcasecmp(x->argv[1], "set") && x->argc == 4) {
+        if (parse_setting(d, x->argv[3], msg, sizeof msg)) {
+            coord_reply_err(x, msg);
+            return;
+        }
+        if (mapstore_setting_set(x->co->ms, d->name, x->argv[3], x->now)) {
+            store_err(x);
+            return;
+        }
+    } else if (!strcasecmp(x->argv[1], "reset") && x->argc == 3) {
+        int rc = mapstore_setting_unset(x->co->ms, d->name);
+        if (rc && rc != KEEL_ENOTFOUND) {
+            store_err(x);
+            return;
+        }
+    } else {
+        coord_reply_err(x, "ERR syntax: SETTING SET <name> <value> | SETTING RESET <name>");
+        return;
+    }
+    keel_log(KEEL_LOG_INFO, "setting_changed", "name=%s value=%g previous=%g by=%s", d->name,
+             coord_setting_d(x->co, d->name), before, x->c->addr);
+    resp_w_simple(&x->c->out, "OK");
+}
+
+void coord_c_pause(cctx *x) {
+    char reason[MAPSTORE_SETTING_VALUE_MAX + 1] = "";
+    size_t n = 0;
+    for (int i = 1; i < x->argc && n + x->len[i] + 2 < sizeof reason; i++)
+        n += (size_t)snprintf(reason + n, sizeof reason - n, "%s%s", i > 1 ? " " : "", x->argv[i]);
+    if (!reason[0]) snprintf(reason, sizeof reason, "operator");
+    if (mapstore_setting_set(x->co->ms, "paused", reason, x->now)) {
+        store_err(x);
+        return;
+    }
+    char q[256];
+    keel_log(KEEL_LOG_WARN, "rebalance_paused", "reason=%s by=%s",
+             keel_log_quote(q, sizeof q, reason, strlen(reason)), x->c->addr);
+    resp_w_simple(&x->c->out, "OK");
+}
+
+void coord_c_resume(cctx *x) {
+    int rc = mapstore_setting_unset(x->co->ms, "paused");
+    if (rc && rc != KEEL_ENOTFOUND) {
+        store_err(x);
+        return;
+    }
+    if (!rc) keel_log(KEEL_LOG_WARN, "rebalance_resumed", "by=%s", x->c->addr);
+    resp_w_simple(&x->c->out, "OK");
+}
+
+/* The human form of a plan: one line per move, then the summary. */
+static void plan_text(const plan_model *m, const plan_result *r, kbuf *b) {
+    for (size_t i = 0; i < r->nmoves; i++) {
+        char line[512];
+        plan_move_describe(m, &r->moves[i], line, sizeof line);
+        kbuf_printf(b, "move partition %llu %s -> %s  %s\n",
+                    (unsigned long long)r->moves[i].part_id, m->nodes[r->moves[i].from].id,
+                    m->nodes[r->moves[i].to].id, line);
+    }
+    kbuf_printf(b, "%zu moves  floor %.4f  moved %.4f  efficiency %.3f  imbalance %.3f -> %.3f\n",
+                r->nmoves, r->floor, r->moved, r->efficiency, r->imbalance_before,
+                r->imbalance_after);
+    for (size_t i = 0; i < r->nstops; i++)
+        kbuf_printf(b, "stop: %s (%s)\n", r->stops[i].key, r->stops[i].text);
+}
+
+void coord_c_plan(cctx *x) {
+    plan_model m;
+    plan_result r;
+    memset(&r, 0, sizeof r);
+    int rc = coord_build_model(x->co, x->now, &m);
+    if (!rc) rc = plan_run(&m, &r);
+    if (rc) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "ERR cannot plan: %s", r.error[0] ? r.error : keel_strerror(rc));
+        coord_reply_err(x, msg);
+    } else if (coord_want_json(x)) {
+        char *json = plan_result_to_json(&m, &r, 0);
+        if (json)
+            resp_w_bulkstr(&x->c->out, json);
+        else
+            coord_reply_err(x, "ERR out of memory");
+        free(json);
+    } else {
+        kbuf b;
+        kbuf_init(&b);
+        plan_text(&m, &r, &b);
+        mapstore_setting st;
+        if (mapstore_setting_get(x->co->ms, "paused", &st) == 0)
+            kbuf_printf(&b, "rebalancing is PAUSED (%s): this plan would not run\n", st.value);
+        resp_w_bulk(&x->c->out, b.p, b.len);
+        kbuf_close(&b);
+    }
+    plan_result_close(&r);
+    plan_model_close(&m);
+}
+
+static int owned_partitions(coord *co, const char *id, size_t *n) {
+    mapstore_partition *parts = NULL;
+    size_t np = 0;
+    int rc = mapstore_partition_list(co->ms, &parts, &np);
+    *n = 0;
+    for (size_t i = 0; !rc && i < np; i++)
+        *n += !strcmp(parts[i].owner, id);
+    free(parts);
+    return rc;
+}
+
+static void set_node_state(cctx *x, mapstore_node_state to) {
+    mapstore_node n;
+    char msg[256];
+    if (mapstore_node_get(x->co->ms, x->argv[1], &n)) {
+        snprintf(msg, sizeof msg, "ERR no node '%.64s'", x->argv[1]);
+        coord_reply_err(x, msg);
+        return;
+    }
+    size_t owned = 0;
+    if (to == MAPSTORE_NODE_REMOVED) {
+        if (owned_partitions(x->co, n.id, &owned)) {
+            store_err(x);
+            return;
+        }
+        if (owned) {
+            snprintf(msg, sizeof msg,
+                     "ERR node %s still owns %zu partitions: drain it and wait until it owns none",
+                     n.id, owned);
+            coord_reply_err(x, msg);
+            return;
+        }
+    }
+    if (mapstore_node_set_state(x->co->ms, n.id, to)) {
+        store_err(x);
+        return;
+    }
+    keel_log(KEEL_LOG_WARN, "node_state", "node=%s from=%s to=%s reason=operator by=%s", n.id,
+             mapstore_node_state_name(n.state), mapstore_node_state_name(to), x->c->addr);
+    resp_w_simple(&x->c->out, "OK");
+}
+
+void coord_c_drain(cctx *x) {
+    set_node_state(x, MAPSTORE_NODE_DRAINING);
+}
+
+void coord_c_remove(cctx *x) {
+    set_node_state(x, MAPSTORE_NODE_REMOVED);
+}
