@@ -35,7 +35,8 @@ struct coordlink {
     link_state state;
     int hb_in_flight;
     int stopping;
-    int refs; /* the timer, plus the hiredis context while one exists */
+    int refs;  /* the timer, plus the hiredis context while one exists */
+    int fails; /* consecutive failed attempts, to keep the log readable */
     directive_guard *guard;
     uv_timer_t timer; /* redial in DOWN, heartbeat in READY */
 };
@@ -154,8 +155,11 @@ static void dial(coordlink *l) {
 
 static void link_fail(coordlink *l, const char *why, const char *detail) {
     char q[256];
-    keel_log(KEEL_LOG_WARN, "coord_link_failed", "coord=%s:%d reason=%s detail=%s", l->host,
-             l->cfg.port, why,
+    /* Every failure is logged, but a coordinator that stays away costs one
+     * WARN line per 30 attempts, not one per second. */
+    int level = (l->fails++ % 30) == 0 ? KEEL_LOG_WARN : KEEL_LOG_DEBUG;
+    keel_log(level, "coord_link_failed", "coord=%s:%d reason=%s attempt=%d detail=%s", l->host,
+             l->cfg.port, why, l->fails,
              keel_log_quote(q, sizeof q, detail ? detail : "", detail ? strlen(detail) : 0));
     l->state = L_DOWN;
     if (l->ac)
@@ -185,8 +189,9 @@ static void on_register(redisAsyncContext *ac, void *reply, void *priv) {
         link_fail(l, "register-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
         return;
     }
-    keel_log(KEEL_LOG_INFO, "coord_registered", "coord=%s:%d node=%s", l->host, l->cfg.port,
-             l->self_id);
+    keel_log(KEEL_LOG_INFO, "coord_registered", "coord=%s:%d node=%s attempts=%d", l->host,
+             l->cfg.port, l->self_id, l->fails + 1);
+    l->fails = 0;
     l->state = L_READY;
     send_heartbeat(l);
     arm(l, l->cfg.heartbeat_ms);
