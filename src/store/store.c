@@ -30,6 +30,10 @@
  * store_value_release, so it outlives later txn operations as store.h
  * promises.
 
+ * The move protocol's building blocks (snapshots, range copy, change capture,
+ * checksums) live in store_move.c; the structures both files share are in
+ * store_int.h. turn_write reports each turn to the active change captures.
+ *
  * Sweep: visits only slots whose keys carry a TTL (counted like keys and
  * bytes), slot by slot from a saved cursor, examining at most 20 keys per key
  * it may delete, and at most one full cycle of slots per call. Metadata values come back
@@ -39,8 +43,7 @@
  * committed data; dirty implies the WAL buffer may hold bytes the OS has not
  * seen.
  */
-#include "store/store.h"
-#include "core/buf.h"
+#include "store/store_int.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -56,113 +59,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-enum { VALUE_NONE, VALUE_PINNED, VALUE_MALLOC }; /* store_value.priv_kind_ */
-#define STORE_SLOTS 16384u
-#define KEY_PREFIX 2u            /* slot, u16 big-endian */
-#define KEY_MAX 65535u           /* encoded key bytes */
-#define VAL_HDR 9u               /* type u8 + expire-at u64 */
-#define SWEEP_EXAMINE_FACTOR 20u /* keys examined per key the sweep may delete */
-#define DEFAULT_CACHE (64u << 20)
-#define WRITE_BUFFER_BYTES (64u << 20)
-
-typedef struct slot_stat {
-    uint64_t keys, bytes, expires; /* expires: keys with a TTL */
-} slot_stat;
-
-typedef struct slot_delta {
-    uint16_t slot;
-    int64_t dkeys, dbytes, dexpires;
-} slot_delta;
-
-/* What a txn knows about one key: read from the DB (written == 0) or
- * written by the txn, with the encoded value kept for read-your-writes.
- * Key and value bytes live in the txn's arena, referenced by offset. */
-typedef struct txn_entry {
-    size_t koff, klen;
-    size_t voff; /* encoded value in the arena when written && exists */
-    size_t vlen; /* encoded value size (physical, expired or not) */
-    int exists;
-    int has_ttl; /* the physical value carries an expiry */
-    int written;
-    uint32_t gen; /* the command that last saved this entry for undo */
-} txn_entry;
-
-typedef struct txn_undo {
-    size_t idx;     /* in ents */
-    txn_entry prev; /* the entry before the current command changed it */
-} txn_undo;
-
-/* One store_txn spans an event-loop turn. Each command's begin..commit is a
- * save point inside it: commit keeps the command's writes in the turn batch,
- * abort rolls them back (batch save point, plus an undo log for the overlay
- * entries the command changed). store_sync() writes the whole turn batch to
- * RocksDB in one write, then flushes the WAL: one WAL record and one
- * write-path entry per turn instead of per command. */
-struct store_txn {
-    store *s;
-    int open;                 /* a command is between begin and commit/abort */
-    uint32_t gen;             /* command counter, for the undo log */
-    rocksdb_writebatch_t *wb; /* the turn batch */
-    size_t nops;              /* puts and deletes of the current command */
-    size_t turn_ops;          /* puts and deletes committed this turn */
-    txn_undo *undo;
-    size_t nundo, cap_undo;
-    slot_delta *touched; /* slots this txn changed, in first-touch order */
-    size_t ntouched, cap_touched;
-    uint16_t tidx[STORE_SLOTS]; /* slot -> index in touched + 1; 0 = untouched */
-    txn_entry *ents;            /* keys this txn has seen */
-    size_t nents, cap_ents;
-    uint32_t *hidx; /* open-addressing index into ents (+1); size hcap */
-    size_t hcap;
-    kbuf arena;
-};
-
-struct store {
-    rocksdb_t *db;
-    rocksdb_options_t *opts;
-    rocksdb_options_t *meta_opts;
-    rocksdb_block_based_table_options_t *bbo;
-    rocksdb_cache_t *cache;
-    rocksdb_column_family_handle_t *cf_data, *cf_meta;
-    rocksdb_readoptions_t *ropts;
-    rocksdb_readoptions_t *ropts_sweep; /* does not fill the block cache */
-    rocksdb_writeoptions_t *wopts;      /* sync = 0: store_sync owns durability */
-    store_fsync fsync;
-    int dirty;    /* committed since the last WAL flush */
-    int unsynced; /* WAL flushed to the OS but not fsynced */
-    char *dir;
-    uint64_t total_keys, total_bytes, total_expires;
-    slot_stat stats[STORE_SLOTS];
-    char kbuf[KEY_MAX];  /* encoded-key scratch */
-    unsigned sweep_slot; /* the sweep resumes in this slot... */
-    char *cursor;        /* ...at this encoded key; len 0 = the slot's start */
-    size_t cursor_len;
-    store_txn txn;
-};
-
-/* ---- Encoding ------------------------------------------------------------ */
-
-static void put_be16(char *p, unsigned v) {
-    p[0] = (char)(v >> 8);
-    p[1] = (char)v;
-}
-
-static unsigned get_be16(const char *p) {
-    return (unsigned)(uint8_t)p[0] << 8 | (uint8_t)p[1];
-}
-
-static void put_be64(char *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (char)v;
-}
-
-static uint64_t get_be64(const char *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | (uint8_t)p[i];
-    return v;
-}
 
 /* Encodes [slot][key] into out (KEY_MAX bytes). Returns the length, or 0 if
  * the key cannot be stored. */
@@ -530,13 +426,24 @@ static int turn_write(store *s) {
     if (t->turn_ops) {
         char *rerr = NULL;
         rocksdb_write(s->db, s->wopts, t->wb, &rerr);
-        if (rerr)
+        if (rerr) {
             rc = rerr_log("store_commit", rerr);
-        else
+        } else {
             s->dirty = 1;
+            /* Only what RocksDB accepted, while the overlay still holds it. */
+            if (s->ncaptures) store__capture_emit(s);
+        }
     }
     turn_clear(t);
     return rc;
+}
+
+int store__turn_write(store *s) {
+    return turn_write(s);
+}
+
+int store__rerr_log(const char *event, char *rerr) {
+    return rerr_log(event, rerr);
 }
 
 void store_free(store *s) {
@@ -824,9 +731,12 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
     return rc;
 }
 
-int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
-                  int64_t expire_ms, const void *data, size_t len) {
+/* Puts the value hdr (VAL_HDR bytes, already encoded) + data[0..len): the
+ * common part of store_txn_put and store_txn_put_raw. */
+static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen,
+                       const char hdr[VAL_HDR], const void *data, size_t len) {
     store *s = t->s;
+    int64_t expire_ms = (int64_t)get_be64(hdr + 1);
     if (!t->open || slot >= STORE_SLOTS || expire_ms < 0) return KEEL_EINVAL;
     if (len && !data) return KEEL_EINVAL;
     size_t eklen = encode_key(s->kbuf, slot, key, klen);
@@ -837,9 +747,6 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
     if ((rc = save_undo(t, e))) return rc;
     int exists = e->exists;
     size_t old = e->vlen;
-    char hdr[VAL_HDR];
-    hdr[0] = (char)type;
-    put_be64(hdr + 1, (uint64_t)expire_ms);
     size_t voff = t->arena.len;
     if (kbuf_append(&t->arena, hdr, VAL_HDR) || kbuf_append(&t->arena, data, len))
         return KEEL_ENOMEM;
@@ -859,6 +766,22 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
     e->voff = voff;
     e->vlen = VAL_HDR + len;
     return 0;
+}
+
+int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
+                  int64_t expire_ms, const void *data, size_t len) {
+    if (expire_ms < 0) return KEEL_EINVAL;
+    char hdr[VAL_HDR];
+    hdr[0] = (char)type;
+    put_be64(hdr + 1, (uint64_t)expire_ms);
+    return txn_put_enc(t, slot, key, klen, hdr, data, len);
+}
+
+int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
+                      const void *encoded_value, size_t vlen) {
+    if (!encoded_value || vlen < VAL_HDR) return KEEL_EINVAL;
+    const char *v = encoded_value;
+    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR);
 }
 
 /* Deletes ek, known to exist with an encoded value of vlen bytes. */

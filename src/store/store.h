@@ -100,6 +100,18 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
 /* Returns 0, KEEL_ENOMEM or KEEL_EINVAL (klen > 65535 - 2 is refused). */
 int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
                   int64_t expire_ms, const void *data, size_t len);
+/* Puts an already encoded value (the [type][expire-at] header followed by the
+ * payload, as store_copy_range and the change capture hand them out) - the
+ * destination side of a partition move. Apart from taking the header from
+ * encoded_value it is exactly store_txn_put: same overlay, same statistics
+ * (keys, bytes and keys with TTL, replacing any physical value). The value is
+ * copied; encoded_value is borrowed for the call only. An expiry in the past
+ * is stored as is (the key is then invisible and swept like any other).
+ * Returns 0, KEEL_ENOMEM, or KEEL_EINVAL if no txn is open, slot >= 16384,
+ * the key is too long, encoded_value is NULL, vlen < 9 (no room for the
+ * header) or the expire-at field is negative as an int64. */
+int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
+                      const void *encoded_value, size_t vlen);
 /* *existed (may be NULL) is set to 1 if a physical key was removed (even an
  * expired one), else 0. */
 int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int *existed);
@@ -142,6 +154,118 @@ long store_sweep_expired(store *s, int64_t now_ms, size_t max);
 /* Deletes every key of slots [lo, hi] with DeleteRange and zeroes their
  * statistics. Returns 0 or KEEL_EIO. */
 int store_delete_slots(store *s, unsigned lo, unsigned hi);
+
+/* ---- Partition moves (DESIGN.md §6), store_move.c -------------------------
+ * The source of a move takes a snapshot, copies the partition's slot range at
+ * that snapshot in chunks (store_copy_range), and streams the changes made
+ * after it (a change capture). The destination applies both with
+ * store_txn_put_raw / store_txn_del. At the fence both sides compare
+ * store_range_checksum. A gapless copy + catch-up needs the snapshot and the
+ * capture to start with no txn commit in between (for example one right after
+ * the other in the same handler): the snapshot then holds every write
+ * committed before it and the capture reports exactly the later ones. */
+
+typedef struct store_snapshot store_snapshot;
+
+/* Takes a consistent read view of the whole store. The current turn's
+ * committed txns are written to RocksDB first (not fsynced; that stays with
+ * store_sync), so the snapshot includes every committed command. Returns the
+ * snapshot, owned by the caller and released with store_snapshot_free before
+ * store_free; or NULL if a txn is open (programming error), on a RocksDB
+ * write error, or out of memory (each is logged). While it lives RocksDB
+ * keeps every version it can see, so space grows with the write rate: free
+ * it when the copy is done. */
+store_snapshot *store_snapshot_new(store *s);
+/* Releases the snapshot. NULL is a no-op. */
+void store_snapshot_free(store_snapshot *snap);
+/* The RocksDB sequence number the snapshot reads at (DESIGN.md pos0): every
+ * write with a sequence <= it is in the snapshot, none above it. */
+uint64_t store_snapshot_seq(const store_snapshot *snap);
+
+/* Receives one key of a range copy: slot, the user key (without the slot
+ * prefix) and the encoded value ([type u8][expire-at u64 BE][payload], vlen
+ * >= 9). The pointers are valid only during the call. Return 0 to go on,
+ * non-zero to stop the copy after this key. */
+typedef int (*store_kv_cb)(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
+                           size_t vlen);
+
+/* Copies part of slots [slot_lo, slot_hi] as the snapshot sees them: calls cb
+ * for each key in encoded-key order (slot, then user key bytes) starting
+ * strictly after the encoded key after[0..afterlen) ([slot u16 BE][user key],
+ * as a previous call returned in *next), or from the start of slot_lo when
+ * after is NULL. It stops before a key once the keys and values delivered
+ * reach max_bytes (encoded sizes), having delivered at least one key, so every
+ * call makes progress; max_bytes bounds the work of one call and the caller's
+ * event-loop time. Expired but unswept values are delivered like any other:
+ * they are data, and expire on the destination at the same instant.
+ * Writes made after the snapshot are never seen.
+ *
+ * Outputs: *next gets a malloc'd copy (caller frees) of the last delivered
+ * encoded key, to pass back as after; NULL when the range is finished, which
+ * it reports as soon as it knows (a call that delivered the last key sets
+ * NULL). *nextlen gets its length (0 with NULL). On error both are NULL/0.
+ *
+ * Returns the number of keys delivered, or KEEL_EINVAL (snap NULL or of
+ * another store, cb NULL, slot_lo > slot_hi, slot_hi >= 16384, after shorter
+ * than 2 bytes or outside the range), KEEL_ECORRUPT (a value shorter than its
+ * header), KEEL_ENOMEM or KEEL_EIO. May be called while a txn is open: it
+ * reads only the snapshot. */
+long store_copy_range(store *s, const store_snapshot *snap, unsigned slot_lo, unsigned slot_hi,
+                      const char *after, size_t afterlen, size_t max_bytes, store_kv_cb cb,
+                      void *arg, char **next, size_t *nextlen);
+
+/* Receives one change: slot, user key, and the key's new encoded value, or
+ * val == NULL (vlen 0) for a delete. The pointers are valid only during the
+ * call. The callback runs inside whichever store call writes the turn (most
+ * often store_sync) and must not call into the store; copy what it needs. */
+typedef void (*store_change_cb)(void *arg, unsigned slot, const char *key, size_t klen,
+                                const char *val, size_t vlen);
+
+/* Starts capturing the writes to slots [slot_lo, slot_hi]: each txn put and
+ * delete committed after this call (client commands, store_txn_put_raw and
+ * the expiry sweep alike) is reported to cb when the turn batch is handed to
+ * RocksDB, i.e. at the store_sync() of that turn or an earlier internal write
+ * (scans, snapshots, store_meta_put...), and only if RocksDB accepted it: a
+ * turn whose write failed is not reported, just as it is not acknowledged.
+ * Turns come in commit order. Within one turn each written key is reported
+ * once, with its final state in that turn (a put then a delete of the same
+ * key is one delete; values are absolute, so applying them in this order
+ * reproduces the source), keys in the order the turn first touched them.
+ * A delete may be reported for a key that did not exist at the start of the
+ * turn; applying it is a no-op. store_delete_slots is NOT reported (it is a
+ * DeleteRange outside any txn): do not delete a range under capture.
+ * Writes committed before this call are not reported: the current turn is
+ * written out first. Up to 8 captures may be active; ranges may overlap
+ * (each capture gets its own calls). cb and arg are borrowed until
+ * store_capture_stop. Returns a handle >= 0, or KEEL_EINVAL (cb NULL,
+ * slot_lo > slot_hi, slot_hi >= 16384, a txn open), KEEL_ELIMIT (8 already
+ * active) or KEEL_EIO (writing the current turn failed; no capture started). */
+int store_capture_start(store *s, unsigned slot_lo, unsigned slot_hi, store_change_cb cb,
+                        void *arg);
+/* Stops a capture. The current turn is written out first, so every write
+ * committed before this call has been reported when it returns, and nothing
+ * after. Returns 0; KEEL_EINVAL for a handle not active or while a txn is
+ * open (the capture then stays active); KEEL_EIO if writing the turn failed
+ * (the capture is stopped anyway, and that turn's writes are lost as with
+ * store_sync). */
+int store_capture_stop(store *s, int handle);
+
+/* An order-independent checksum of slots [slot_lo, slot_hi]: the XOR over all
+ * physical keys (expired but unswept ones included) of
+ *   splitmix64_final(FNV-1a-64([klen u32 BE][encoded key][encoded value]))
+ * where the encoded key carries the slot prefix and the encoded value its
+ * header; the length prefix keeps (key, value) splits apart and the
+ * splitmix64 finalizer mixes FNV's weak high bits. *xor_out gets the XOR,
+ * *keys_out (may be NULL) the number of keys. Two stores holding the same keys
+ * and values in the range give the same result whatever the write order,
+ * flushes or compactions. Not cryptographic: it detects divergence, not an
+ * adversary. Reads at snap, or the current data when snap is NULL (the turn
+ * is then written out first and no txn may be open). Costs one scan of the
+ * range: run it on a partition, not the keyspace, from the loop.
+ * Returns 0 or KEEL_EINVAL (bad range, snap of another store, a txn open with
+ * snap NULL), KEEL_EIO. */
+int store_range_checksum(store *s, const store_snapshot *snap, unsigned slot_lo, unsigned slot_hi,
+                         uint64_t *xor_out, uint64_t *keys_out);
 
 /* ---- Metadata ------------------------------------------------------------
  * Small named values in the meta column family, written durably (synced)

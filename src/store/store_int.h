@@ -1,0 +1,156 @@
+/* store_int.h - private to src/store: the structures shared by store.c and
+ * store_move.c. Nothing outside src/store may include this.
+ *
+ * On-disk format (column family "default"):
+ *
+ *   key    offset 0  u16 BE  slot (0..16383)
+ *          offset 2  ...     user key bytes (0..65533)
+ *   value  offset 0  u8      type (STORE_T_*)
+ *          offset 1  u64 BE  expire-at, wall-clock ms; 0 = no expiry
+ *          offset 9  ...     payload
+ *
+ * Threads: everything here belongs to the store's one owner thread.
+ */
+#ifndef KEEL_STORE_INT_H
+#define KEEL_STORE_INT_H
+
+#include "core/buf.h"
+#include "store/store.h"
+
+#include <rocksdb/c.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_CAPTURES 8u /* change captures active at once */
+
+/* One change capture (store_capture_start). active == 0 marks a free entry. */
+typedef struct store_capture {
+    int active;
+    unsigned lo, hi; /* slots, inclusive */
+    store_change_cb cb;
+    void *arg;
+} store_capture;
+
+enum { VALUE_NONE, VALUE_PINNED, VALUE_MALLOC }; /* store_value.priv_kind_ */
+#define STORE_SLOTS 16384u
+#define KEY_PREFIX 2u            /* slot, u16 big-endian */
+#define KEY_MAX 65535u           /* encoded key bytes */
+#define VAL_HDR 9u               /* type u8 + expire-at u64 */
+#define SWEEP_EXAMINE_FACTOR 20u /* keys examined per key the sweep may delete */
+#define DEFAULT_CACHE (64u << 20)
+#define WRITE_BUFFER_BYTES (64u << 20)
+
+typedef struct slot_stat {
+    uint64_t keys, bytes, expires; /* expires: keys with a TTL */
+} slot_stat;
+
+typedef struct slot_delta {
+    uint16_t slot;
+    int64_t dkeys, dbytes, dexpires;
+} slot_delta;
+
+/* What a txn knows about one key: read from the DB (written == 0) or
+ * written by the txn, with the encoded value kept for read-your-writes.
+ * Key and value bytes live in the txn's arena, referenced by offset. */
+typedef struct txn_entry {
+    size_t koff, klen;
+    size_t voff; /* encoded value in the arena when written && exists */
+    size_t vlen; /* encoded value size (physical, expired or not) */
+    int exists;
+    int has_ttl; /* the physical value carries an expiry */
+    int written;
+    uint32_t gen; /* the command that last saved this entry for undo */
+} txn_entry;
+
+typedef struct txn_undo {
+    size_t idx;     /* in ents */
+    txn_entry prev; /* the entry before the current command changed it */
+} txn_undo;
+
+/* One store_txn spans an event-loop turn. Each command's begin..commit is a
+ * save point inside it: commit keeps the command's writes in the turn batch,
+ * abort rolls them back (batch save point, plus an undo log for the overlay
+ * entries the command changed). store_sync() writes the whole turn batch to
+ * RocksDB in one write, then flushes the WAL: one WAL record and one
+ * write-path entry per turn instead of per command. */
+struct store_txn {
+    store *s;
+    int open;                 /* a command is between begin and commit/abort */
+    uint32_t gen;             /* command counter, for the undo log */
+    rocksdb_writebatch_t *wb; /* the turn batch */
+    size_t nops;              /* puts and deletes of the current command */
+    size_t turn_ops;          /* puts and deletes committed this turn */
+    txn_undo *undo;
+    size_t nundo, cap_undo;
+    slot_delta *touched; /* slots this txn changed, in first-touch order */
+    size_t ntouched, cap_touched;
+    uint16_t tidx[STORE_SLOTS]; /* slot -> index in touched + 1; 0 = untouched */
+    txn_entry *ents;            /* keys this txn has seen */
+    size_t nents, cap_ents;
+    uint32_t *hidx; /* open-addressing index into ents (+1); size hcap */
+    size_t hcap;
+    kbuf arena;
+};
+
+struct store {
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_options_t *meta_opts;
+    rocksdb_block_based_table_options_t *bbo;
+    rocksdb_cache_t *cache;
+    rocksdb_column_family_handle_t *cf_data, *cf_meta;
+    rocksdb_readoptions_t *ropts;
+    rocksdb_readoptions_t *ropts_sweep; /* does not fill the block cache */
+    rocksdb_writeoptions_t *wopts;      /* sync = 0: store_sync owns durability */
+    store_fsync fsync;
+    int dirty;    /* committed since the last WAL flush */
+    int unsynced; /* WAL flushed to the OS but not fsynced */
+    char *dir;
+    uint64_t total_keys, total_bytes, total_expires;
+    slot_stat stats[STORE_SLOTS];
+    char kbuf[KEY_MAX];  /* encoded-key scratch */
+    unsigned sweep_slot; /* the sweep resumes in this slot... */
+    char *cursor;        /* ...at this encoded key; len 0 = the slot's start */
+    size_t cursor_len;
+    store_capture captures[STORE_CAPTURES]; /* change captures, see store_move.c */
+    unsigned ncaptures;                     /* active entries in captures */
+    store_txn txn;
+};
+
+/* ---- Encoding ------------------------------------------------------------ */
+
+static inline void put_be16(char *p, unsigned v) {
+    p[0] = (char)(v >> 8);
+    p[1] = (char)v;
+}
+
+static inline unsigned get_be16(const char *p) {
+    return (unsigned)(uint8_t)p[0] << 8 | (uint8_t)p[1];
+}
+
+static inline void put_be64(char *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (char)v;
+}
+
+static inline uint64_t get_be64(const char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | (uint8_t)p[i];
+    return v;
+}
+
+/* Writes the turn batch to RocksDB, reports it to the active change
+ * captures once RocksDB accepted it (store__capture_emit), and clears the
+ * overlay. The caller makes sure no txn is open. Returns 0 or KEEL_EIO.
+ * Defined in store.c. */
+int store__turn_write(store *s);
+/* Logs a RocksDB error and frees it. Always returns KEEL_EIO. store.c. */
+int store__rerr_log(const char *event, char *rerr);
+/* Reports the final state of every key the turn wrote to each capture whose
+ * range holds the key; called by turn_write once RocksDB accepted the batch.
+ * store_move.c. */
+void store__capture_emit(store *s);
+
+#endif

@@ -1,0 +1,717 @@
+/* test-store-move.c - unit tests for the store side of partition moves
+ * (store_move.c): snapshots, chunked range copy, raw apply, change capture
+ * and range checksums. Each case gets fresh temporary directories (mkdtemp),
+ * removed afterwards: a source store "a" and a destination store "b". */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "store/store.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NOW 1700000000000LL
+
+typedef struct fx {
+    char dira[64], dirb[64];
+    store *a, *b;
+} fx;
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+static store *open_dir(const char *dir) {
+    store_opts o;
+    store_opts_default(&o);
+    o.fsync = STORE_FSYNC_NO;
+    o.cache_bytes = 8 << 20;
+    store *s = NULL;
+    char err[256];
+    int rc = store_open(dir, &o, &s, err, sizeof err);
+    if (rc) fprintf(stderr, "store_open: %s\n", err);
+    assert_int_equal(rc, 0);
+    return s;
+}
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    strcpy(f->dira, "/tmp/keel-test-move-a-XXXXXX");
+    strcpy(f->dirb, "/tmp/keel-test-move-b-XXXXXX");
+    if (!mkdtemp(f->dira) || !mkdtemp(f->dirb)) return -1;
+    f->a = open_dir(f->dira);
+    f->b = open_dir(f->dirb);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    store_free(f->a);
+    store_free(f->b);
+    nftw(f->dira, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    nftw(f->dirb, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* Closing and reopening moves the memtable into SST files (WAL recovery
+ * flushes), so later reads merge memtable and SSTs. */
+static store *reopen(store *s, const char *dir) {
+    store_free(s);
+    return open_dir(dir);
+}
+
+static void put_exp(store *s, unsigned slot, const char *k, const char *v, int64_t exp) {
+    store_txn *t = store_txn_begin(s);
+    assert_int_equal(store_txn_put(t, slot, k, strlen(k), STORE_T_STRING, exp, v, strlen(v)), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+}
+
+static void put(store *s, unsigned slot, const char *k, const char *v) {
+    put_exp(s, slot, k, v, 0);
+}
+
+static void del(store *s, unsigned slot, const char *k) {
+    store_txn *t = store_txn_begin(s);
+    assert_int_equal(store_txn_del(t, slot, k, strlen(k), NULL), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+}
+
+static void sync_ok(store *s) {
+    assert_int_equal(store_sync(s, NULL), 0);
+}
+
+/* ---- Copy collector ------------------------------------------------------- */
+
+typedef struct kv {
+    unsigned slot;
+    char key[64];
+    size_t klen;
+    char val[128];
+    size_t vlen;
+} kv;
+
+typedef struct coll {
+    kv items[1024];
+    size_t n;
+    store *dst; /* if set, each chunk is also applied with store_txn_put_raw */
+    store_txn *t;
+} coll;
+
+static int collect(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
+                   size_t vlen) {
+    coll *c = arg;
+    assert_true(c->n < 1024);
+    assert_true(klen < sizeof c->items[0].key && vlen <= sizeof c->items[0].val);
+    kv *e = &c->items[c->n++];
+    e->slot = slot;
+    memcpy(e->key, key, klen);
+    e->klen = klen;
+    memcpy(e->val, val, vlen);
+    e->vlen = vlen;
+    if (c->dst) assert_int_equal(store_txn_put_raw(c->t, slot, key, klen, val, vlen), 0);
+    return 0;
+}
+
+/* Copies [lo, hi] at snap in chunks of about max_bytes; returns the number
+ * of calls. Applies to c->dst (one txn per chunk) when set. */
+static int copy_all(store *s, const store_snapshot *snap, unsigned lo, unsigned hi,
+                    size_t max_bytes, coll *c) {
+    char *after = NULL;
+    size_t afterlen = 0;
+    int calls = 0;
+    for (;;) {
+        char *next;
+        size_t nextlen;
+        if (c->dst) c->t = store_txn_begin(c->dst);
+        long n = store_copy_range(s, snap, lo, hi, after, afterlen, max_bytes, collect, c, &next,
+                                  &nextlen);
+        if (c->dst) assert_int_equal(store_txn_commit(c->t), 0);
+        assert_true(n >= 0);
+        calls++;
+        free(after);
+        after = next;
+        afterlen = nextlen;
+        if (!next) break;
+        assert_true(n > 0); /* every call that is not the last makes progress */
+        assert_true(calls < 10000);
+    }
+    if (c->dst) sync_ok(c->dst);
+    return calls;
+}
+
+/* Encoded-key order: slot, then user key bytes (shorter first on a tie). */
+static int kv_cmp(const kv *x, const kv *y) {
+    if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
+    size_t m = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(x->key, y->key, m);
+    if (c) return c;
+    return x->klen < y->klen ? -1 : x->klen > y->klen;
+}
+
+static const kv *find(const coll *c, unsigned slot, const char *k) {
+    for (size_t i = 0; i < c->n; i++)
+        if (c->items[i].slot == slot && c->items[i].klen == strlen(k) &&
+            memcmp(c->items[i].key, k, c->items[i].klen) == 0)
+            return &c->items[i];
+    return NULL;
+}
+
+static int val_is(const kv *e, const char *payload) {
+    return e && e->vlen == 9 + strlen(payload) && memcmp(e->val + 9, payload, e->vlen - 9) == 0;
+}
+
+/* Fills slots 100..104 with 40 keys each (values of varying size), half
+ * before a reopen (SSTs) and half after (memtable), plus neighbours in 99 and
+ * 105 that a copy of [100, 104] must not return. Returns the key count. */
+static size_t fill_range(store **s, const char *dir) {
+    char k[32], v[96];
+    size_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned slot = 100; slot <= 104; slot++)
+            for (int i = pass; i < 40; i += 2) {
+                snprintf(k, sizeof k, "k%03d", i);
+                snprintf(v, sizeof v, "v%u-%d-%.*s", slot, i, i % 50,
+                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+                put(*s, slot, k, v);
+                n++;
+            }
+        put(*s, 99, "outside-lo", "x");
+        put(*s, 105, "outside-hi", "x");
+        sync_ok(*s);
+        if (pass == 0) *s = reopen(*s, dir);
+    }
+    return n;
+}
+
+/* ---- Tests ---------------------------------------------------------------- */
+
+/* A chunked copy returns every key of the range once, in key order, as the
+ * snapshot saw it: later puts, overwrites and deletes do not show. */
+static void test_copy_chunks_exact_and_ordered(void **state) {
+    fx *f = *state;
+    size_t want = fill_range(&f->a, f->dira);
+    put(f->a, 102, "k005", "committed-not-synced"); /* in the turn, not yet written */
+    store_snapshot *snap = store_snapshot_new(f->a);
+    assert_non_null(snap);
+    /* After the snapshot: none of this may appear. */
+    put(f->a, 101, "new-after-snap", "x");
+    put(f->a, 103, "k007", "overwritten-after-snap");
+    del(f->a, 104, "k010");
+    sync_ok(f->a);
+    coll *c = calloc(1, sizeof *c);
+    int calls = copy_all(f->a, snap, 100, 104, 300, c);
+    assert_true(calls > 5);
+    assert_int_equal(c->n, want);
+    for (size_t i = 1; i < c->n; i++)
+        assert_true(kv_cmp(&c->items[i - 1], &c->items[i]) < 0); /* ordered, no duplicate */
+    for (size_t i = 0; i < c->n; i++)
+        assert_true(c->items[i].slot >= 100 && c->items[i].slot <= 104);
+    assert_null(find(c, 101, "new-after-snap"));
+    assert_true(val_is(find(c, 103, "k007"), "v103-7-xxxxxxx"));
+    assert_non_null(find(c, 104, "k010"));
+    assert_true(val_is(find(c, 102, "k005"), "committed-not-synced"));
+    /* One big chunk gives the same answer. */
+    coll *one = calloc(1, sizeof *one);
+    assert_int_equal(copy_all(f->a, snap, 100, 104, SIZE_MAX, one), 1);
+    assert_int_equal(one->n, c->n);
+    for (size_t i = 0; i < c->n; i++)
+        assert_int_equal(kv_cmp(&one->items[i], &c->items[i]), 0);
+    free(one);
+    free(c);
+    store_snapshot_free(snap);
+}
+
+/* max_bytes 0 still delivers one key per call; the last call reports the end. */
+static void test_copy_one_key_per_call(void **state) {
+    fx *f = *state;
+    put(f->a, 7, "a", "1");
+    put(f->a, 7, "b", "2");
+    put(f->a, 9, "c", "3");
+    store_snapshot *snap = store_snapshot_new(f->a);
+    coll *c = calloc(1, sizeof *c);
+    assert_int_equal(copy_all(f->a, snap, 5, 12, 0, c), 3);
+    assert_int_equal(c->n, 3);
+    /* An empty range is finished at once. */
+    char *next = (char *)1;
+    size_t nl = 1;
+    assert_int_equal(store_copy_range(f->a, snap, 13, 16383, NULL, 0, 100, collect, c, &next, &nl),
+                     0);
+    assert_null(next);
+    assert_int_equal(nl, 0);
+    free(c);
+    store_snapshot_free(snap);
+}
+
+/* A copy applied with store_txn_put_raw reproduces the range: equal
+ * checksums, per-slot statistics and TTL counts. */
+static void test_copy_into_second_store(void **state) {
+    fx *f = *state;
+    fill_range(&f->a, f->dira);
+    put_exp(f->a, 101, "ttl-live", "t", NOW + 60000);
+    put_exp(f->a, 103, "ttl-dead", "t", NOW - 60000);
+    store_snapshot *snap = store_snapshot_new(f->a);
+    coll *c = calloc(1, sizeof *c);
+    c->dst = f->b;
+    copy_all(f->a, snap, 100, 104, 500, c);
+    uint64_t xa, ka, xb, kb;
+    assert_int_equal(store_range_checksum(f->a, snap, 100, 104, &xa, &ka), 0);
+    assert_int_equal(store_range_checksum(f->b, NULL, 100, 104, &xb, &kb), 0);
+    assert_int_equal(ka, c->n);
+    assert_int_equal(kb, ka);
+    assert_true(xa == xb);
+    assert_true(xa != 0);
+    for (unsigned slot = 99; slot <= 105; slot++) {
+        uint64_t k1, b1, k2, b2;
+        store_slot_stats(f->a, slot, &k1, &b1);
+        store_slot_stats(f->b, slot, &k2, &b2);
+        if (slot == 99 || slot == 105) {
+            assert_int_equal(k2, 0);
+            continue;
+        }
+        assert_int_equal(k1, k2);
+        assert_int_equal(b1, b2);
+    }
+    assert_int_equal(store_total_expires(f->b), 2);
+    /* Statistics survive a crash-free reopen and match a recount. */
+    f->b = reopen(f->b, f->dirb);
+    assert_int_equal(store_range_checksum(f->b, NULL, 100, 104, &xb, &kb), 0);
+    assert_true(xa == xb);
+    free(c);
+    store_snapshot_free(snap);
+}
+
+/* Expired but unswept values are copied, with their expiry, and expire on
+ * the destination the same way. */
+static void test_copy_keeps_expiry(void **state) {
+    fx *f = *state;
+    put_exp(f->a, 300, "dead", "d", NOW - 1000);
+    put_exp(f->a, 300, "live", "l", NOW + 1000);
+    put(f->a, 300, "plain", "p");
+    store_snapshot *snap = store_snapshot_new(f->a);
+    coll *c = calloc(1, sizeof *c);
+    c->dst = f->b;
+    copy_all(f->a, snap, 300, 300, 1 << 20, c);
+    assert_int_equal(c->n, 3);
+    const kv *d = find(c, 300, "dead");
+    assert_non_null(d);
+    int64_t exp = 0;
+    for (int i = 1; i <= 8; i++)
+        exp = exp << 8 | (uint8_t)d->val[i];
+    assert_int_equal(exp, NOW - 1000);
+    store_value v;
+    assert_int_equal(store_get(f->b, 300, "dead", 4, NOW, &v), KEEL_ENOTFOUND);
+    assert_int_equal(store_get(f->b, 300, "dead", 4, NOW - 2000, &v), 0);
+    store_value_release(&v);
+    assert_int_equal(store_get(f->b, 300, "live", 4, NOW, &v), 0);
+    assert_int_equal(v.expire_ms, NOW + 1000);
+    store_value_release(&v);
+    assert_int_equal(store_get(f->b, 300, "live", 4, NOW + 1000, &v), KEEL_ENOTFOUND);
+    assert_int_equal(store_total_expires(f->b), 2);
+    assert_int_equal(store_sweep_expired(f->b, NOW, 10), 1);
+    assert_int_equal(store_total_expires(f->b), 1);
+    free(c);
+    store_snapshot_free(snap);
+}
+
+/* store_txn_put_raw keeps statistics exactly as store_txn_put does,
+ * replacing values with and without TTL. */
+static void test_put_raw_stats_match_put(void **state) {
+    fx *f = *state;
+    char raw[9 + 5];
+    raw[0] = STORE_T_STRING;
+    int64_t e = NOW + 5000;
+    for (int i = 8; i >= 1; i--, e >>= 8)
+        raw[i] = (char)e;
+    memcpy(raw + 9, "hello", 5);
+    /* a: store_txn_put; b: the same through put_raw. */
+    put(f->a, 50, "k", "old-value");
+    put(f->b, 50, "k", "old-value");
+    put_exp(f->a, 50, "k", "hello", NOW + 5000);
+    store_txn *t = store_txn_begin(f->b);
+    assert_int_equal(store_txn_put_raw(t, 50, "k", 1, raw, sizeof raw), 0);
+    assert_int_equal(store_txn_put_raw(t, 50, "n", 1, raw, 9), 0); /* empty payload */
+    assert_int_equal(store_txn_commit(t), 0);
+    put_exp(f->a, 50, "n", "", NOW + 5000);
+    uint64_t k1, b1, k2, b2;
+    store_slot_stats(f->a, 50, &k1, &b1);
+    store_slot_stats(f->b, 50, &k2, &b2);
+    assert_int_equal(k1, 2);
+    assert_int_equal(k1, k2);
+    assert_int_equal(b1, b2);
+    assert_int_equal(store_total_expires(f->a), 2);
+    assert_int_equal(store_total_expires(f->b), 2);
+    store_value v;
+    assert_int_equal(store_get(f->b, 50, "k", 1, NOW, &v), 0); /* from the overlay */
+    assert_int_equal(v.len, 5);
+    assert_memory_equal(v.data, "hello", 5);
+    assert_int_equal(v.expire_ms, NOW + 5000);
+    store_value_release(&v);
+    uint64_t xa, xb;
+    assert_int_equal(store_range_checksum(f->a, NULL, 50, 50, &xa, NULL), 0);
+    assert_int_equal(store_range_checksum(f->b, NULL, 50, 50, &xb, NULL), 0);
+    assert_true(xa == xb);
+}
+
+/* ---- Capture -------------------------------------------------------------- */
+
+typedef struct change {
+    unsigned slot;
+    char key[32];
+    int del;
+    char payload[32];
+    int64_t exp;
+} change;
+
+typedef struct changes {
+    change items[64];
+    size_t n;
+} changes;
+
+static void on_change(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
+                      size_t vlen) {
+    changes *c = arg;
+    assert_true(c->n < 64 && klen < 32);
+    change *e = &c->items[c->n++];
+    memset(e, 0, sizeof *e);
+    e->slot = slot;
+    memcpy(e->key, key, klen);
+    e->del = val == NULL;
+    if (val) {
+        assert_true(vlen >= 9 && vlen - 9 < 32);
+        memcpy(e->payload, val + 9, vlen - 9);
+        for (int i = 1; i <= 8; i++)
+            e->exp = e->exp << 8 | (uint8_t)val[i];
+    } else {
+        assert_int_equal(vlen, 0);
+    }
+}
+
+static void assert_change(const changes *c, size_t i, unsigned slot, const char *key,
+                          const char *payload) {
+    assert_true(i < c->n);
+    assert_int_equal(c->items[i].slot, slot);
+    assert_string_equal(c->items[i].key, key);
+    if (payload) {
+        assert_false(c->items[i].del);
+        assert_string_equal(c->items[i].payload, payload);
+    } else {
+        assert_true(c->items[i].del);
+    }
+}
+
+/* A capture reports the puts and deletes committed after it started, turn by
+ * turn at store_sync, each key once with its final state, in first-touch
+ * order; nothing outside its slots, nothing aborted, nothing after stop. */
+static void test_capture_turns_and_stop(void **state) {
+    fx *f = *state;
+    changes *c = calloc(1, sizeof *c);
+    put(f->a, 10, "gone", "x");
+    put(f->a, 10, "before", "committed before start"); /* same turn as start */
+    int h = store_capture_start(f->a, 10, 11, on_change, c);
+    assert_true(h >= 0);
+    /* Turn 1. */
+    put(f->a, 10, "a", "1");
+    put(f->a, 11, "b", "b1");
+    put(f->a, 10, "a", "2");
+    del(f->a, 10, "gone");
+    put(f->a, 12, "outside", "x");
+    put(f->a, 9, "outside", "x");
+    store_txn *t = store_txn_begin(f->a);
+    assert_int_equal(store_txn_put(t, 10, "aborted", 7, STORE_T_STRING, 0, "x", 1), 0);
+    store_txn_abort(t);
+    put(f->a, 11, "tmp", "t");
+    del(f->a, 11, "tmp");
+    assert_int_equal(c->n, 0); /* nothing until the turn is written */
+    sync_ok(f->a);
+    assert_int_equal(c->n, 4);
+    assert_change(c, 0, 10, "a", "2");
+    assert_change(c, 1, 11, "b", "b1");
+    assert_change(c, 2, 10, "gone", NULL);
+    assert_change(c, 3, 11, "tmp", NULL);
+    /* Turn 2: a raw put, a delete, and the sweep's delete of an expired key. */
+    put_exp(f->a, 11, "ttl", "t", NOW - 1);
+    sync_ok(f->a);
+    assert_int_equal(c->n, 5);
+    assert_change(c, 4, 11, "ttl", "t");
+    assert_int_equal(c->items[4].exp, NOW - 1);
+    t = store_txn_begin(f->a);
+    char raw[10] = {STORE_T_STRING, 0, 0, 0, 0, 0, 0, 0, 0, 'r'};
+    assert_int_equal(store_txn_put_raw(t, 10, "raw", 3, raw, sizeof raw), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    del(f->a, 10, "a");
+    assert_int_equal(store_sweep_expired(f->a, NOW, 10), 1);
+    sync_ok(f->a);
+    assert_int_equal(c->n, 8);
+    assert_change(c, 5, 10, "raw", "r");
+    assert_change(c, 6, 10, "a", NULL);
+    assert_change(c, 7, 11, "ttl", NULL);
+    /* A scan writes the turn early: reported then, not again at sync. */
+    put(f->a, 10, "early", "e");
+    uint64_t x;
+    assert_int_equal(store_range_checksum(f->a, NULL, 0, 0, &x, NULL), 0);
+    assert_int_equal(c->n, 9);
+    sync_ok(f->a);
+    assert_int_equal(c->n, 9);
+    /* Committed before stop but not synced: reported by stop. */
+    put(f->a, 11, "last", "l");
+    assert_int_equal(store_capture_stop(f->a, h), 0);
+    assert_int_equal(c->n, 10);
+    assert_change(c, 9, 11, "last", "l");
+    put(f->a, 10, "after-stop", "x");
+    del(f->a, 11, "b");
+    sync_ok(f->a);
+    assert_int_equal(c->n, 10);
+    assert_int_equal(store_capture_stop(f->a, h), KEEL_EINVAL); /* already stopped */
+    free(c);
+}
+
+/* Several captures with overlapping ranges each get their own reports, and
+ * a freed handle is reused. */
+static void test_capture_overlapping(void **state) {
+    fx *f = *state;
+    changes *c1 = calloc(1, sizeof *c1), *c2 = calloc(1, sizeof *c2);
+    int h1 = store_capture_start(f->a, 0, 100, on_change, c1);
+    int h2 = store_capture_start(f->a, 50, 16383, on_change, c2);
+    assert_true(h1 >= 0 && h2 >= 0 && h1 != h2);
+    put(f->a, 10, "x", "1");
+    put(f->a, 60, "y", "2");
+    put(f->a, 16383, "z", "3");
+    sync_ok(f->a);
+    assert_int_equal(c1->n, 2);
+    assert_int_equal(c2->n, 2);
+    assert_change(c1, 1, 60, "y", "2");
+    assert_change(c2, 1, 16383, "z", "3");
+    assert_int_equal(store_capture_stop(f->a, h1), 0);
+    int h3 = store_capture_start(f->a, 0, 0, on_change, c1);
+    assert_int_equal(h3, h1);
+    assert_int_equal(store_capture_stop(f->a, h3), 0);
+    assert_int_equal(store_capture_stop(f->a, h2), 0);
+    free(c1);
+    free(c2);
+}
+
+/* Snapshot + capture started back to back: copy then catch-up reproduces the
+ * source exactly (the move's copy and catch-up steps in miniature). */
+static void test_snapshot_plus_capture_converges(void **state) {
+    fx *f = *state;
+    fill_range(&f->a, f->dira);
+    changes *ch = calloc(1, sizeof *ch);
+    store_snapshot *snap = store_snapshot_new(f->a);
+    int h = store_capture_start(f->a, 100, 104, on_change, ch);
+    assert_true(h >= 0);
+    put(f->a, 100, "k000", "changed");
+    put(f->a, 104, "fresh", "f");
+    del(f->a, 102, "k003");
+    sync_ok(f->a);
+    coll *c = calloc(1, sizeof *c);
+    c->dst = f->b;
+    copy_all(f->a, snap, 100, 104, 700, c);
+    assert_int_equal(store_capture_stop(f->a, h), 0);
+    store_txn *t = store_txn_begin(f->b);
+    for (size_t i = 0; i < ch->n; i++) {
+        const change *e = &ch->items[i];
+        if (e->del) {
+            assert_int_equal(store_txn_del(t, e->slot, e->key, strlen(e->key), NULL), 0);
+        } else {
+            assert_int_equal(store_txn_put(t, e->slot, e->key, strlen(e->key), STORE_T_STRING,
+                                           e->exp, e->payload, strlen(e->payload)),
+                             0);
+        }
+    }
+    assert_int_equal(store_txn_commit(t), 0);
+    sync_ok(f->b);
+    uint64_t xa, ka, xb, kb;
+    assert_int_equal(store_range_checksum(f->a, NULL, 100, 104, &xa, &ka), 0);
+    assert_int_equal(store_range_checksum(f->b, NULL, 100, 104, &xb, &kb), 0);
+    assert_int_equal(ka, kb);
+    assert_true(xa == xb);
+    assert_true(store_snapshot_seq(snap) > 0);
+    free(c);
+    free(ch);
+    store_snapshot_free(snap);
+}
+
+/* ---- Checksum ------------------------------------------------------------- */
+
+/* Same data written in different orders (and through a flush) gives the
+ * same checksum; one differing value, key or extra key changes it. */
+static void test_checksum_order_independent(void **state) {
+    fx *f = *state;
+    char k[16], v[16];
+    for (int i = 0; i < 60; i++) {
+        snprintf(k, sizeof k, "key%d", i);
+        snprintf(v, sizeof v, "val%d", i * 7);
+        put(f->a, 200 + (unsigned)(i % 3), k, v);
+    }
+    sync_ok(f->a);
+    for (int i = 59; i >= 0; i--) {
+        snprintf(k, sizeof k, "key%d", i);
+        put(f->b, 200 + (unsigned)(i % 3), k, "placeholder");
+        if (i == 30) f->b = reopen(f->b, f->dirb);
+    }
+    for (int i = 0; i < 60; i += 2) { /* final values, in another order */
+        snprintf(k, sizeof k, "key%d", i);
+        snprintf(v, sizeof v, "val%d", i * 7);
+        put(f->b, 200 + (unsigned)(i % 3), k, v);
+    }
+    for (int i = 59; i > 0; i -= 2) {
+        snprintf(k, sizeof k, "key%d", i);
+        snprintf(v, sizeof v, "val%d", i * 7);
+        put(f->b, 200 + (unsigned)(i % 3), k, v);
+    }
+    put(f->b, 199, "outside", "x"); /* outside the range: no effect */
+    uint64_t xa, ka, xb, kb;
+    assert_int_equal(store_range_checksum(f->a, NULL, 200, 202, &xa, &ka), 0);
+    assert_int_equal(store_range_checksum(f->b, NULL, 200, 202, &xb, &kb), 0);
+    assert_int_equal(ka, 60);
+    assert_int_equal(kb, 60);
+    assert_true(xa == xb);
+    /* One value differs. */
+    put(f->b, 201, "key1", "val8");
+    assert_int_equal(store_range_checksum(f->b, NULL, 200, 202, &xb, &kb), 0);
+    assert_true(xa != xb);
+    put(f->b, 201, "key1", "val7");
+    assert_int_equal(store_range_checksum(f->b, NULL, 200, 202, &xb, NULL), 0);
+    assert_true(xa == xb);
+    /* Only the expiry differs. */
+    put_exp(f->b, 201, "key1", "val7", NOW);
+    assert_int_equal(store_range_checksum(f->b, NULL, 200, 202, &xb, NULL), 0);
+    assert_true(xa != xb);
+    put(f->b, 201, "key1", "val7");
+    /* A key moved to another slot, same bytes otherwise. */
+    del(f->b, 200, "key0");
+    put(f->b, 201, "key0", "val0");
+    assert_int_equal(store_range_checksum(f->b, NULL, 200, 202, &xb, &kb), 0);
+    assert_int_equal(kb, 60);
+    assert_true(xa != xb);
+    /* The key/value split matters: "ab"="c" is not "a"="bc". */
+    uint64_t x1, x2;
+    put(f->a, 500, "ab", "c");
+    put(f->b, 500, "a", "bc");
+    assert_int_equal(store_range_checksum(f->a, NULL, 500, 500, &x1, NULL), 0);
+    assert_int_equal(store_range_checksum(f->b, NULL, 500, 500, &x2, NULL), 0);
+    assert_true(x1 != x2);
+    /* An empty range sums to 0. */
+    assert_int_equal(store_range_checksum(f->a, NULL, 9000, 9100, &x1, &ka), 0);
+    assert_true(x1 == 0);
+    assert_int_equal(ka, 0);
+}
+
+/* A checksum at a snapshot ignores later writes. */
+static void test_checksum_at_snapshot(void **state) {
+    fx *f = *state;
+    put(f->a, 1, "a", "1");
+    uint64_t x0, x1, x2;
+    assert_int_equal(store_range_checksum(f->a, NULL, 0, 16383, &x0, NULL), 0);
+    store_snapshot *snap = store_snapshot_new(f->a);
+    uint64_t seq = store_snapshot_seq(snap);
+    put(f->a, 1, "a", "2");
+    put(f->a, 16383, "b", "2");
+    sync_ok(f->a);
+    assert_int_equal(store_range_checksum(f->a, snap, 0, 16383, &x1, NULL), 0);
+    assert_int_equal(store_range_checksum(f->a, NULL, 0, 16383, &x2, NULL), 0);
+    assert_true(x0 == x1);
+    assert_true(x1 != x2);
+    store_snapshot *snap2 = store_snapshot_new(f->a);
+    assert_true(store_snapshot_seq(snap2) > seq);
+    store_snapshot_free(snap2);
+    store_snapshot_free(snap);
+    store_snapshot_free(NULL);
+}
+
+/* ---- Bad input ------------------------------------------------------------ */
+
+/* Bad ranges, handles, resume keys and short raw values are KEEL_EINVAL; a
+ * ninth capture is KEEL_ELIMIT; a snapshot needs no open txn. */
+static void test_bad_input(void **state) {
+    fx *f = *state;
+    put(f->a, 5, "k", "v");
+    store_snapshot *snap = store_snapshot_new(f->a);
+    store_snapshot *other = store_snapshot_new(f->b);
+    coll *c = calloc(1, sizeof *c);
+    char *next = (char *)1;
+    size_t nl = 1;
+    assert_int_equal(store_copy_range(f->a, snap, 6, 5, NULL, 0, 10, collect, c, &next, &nl),
+                     KEEL_EINVAL);
+    assert_null(next);
+    assert_int_equal(nl, 0);
+    assert_int_equal(store_copy_range(f->a, snap, 0, 16384, NULL, 0, 10, collect, c, &next, &nl),
+                     KEEL_EINVAL);
+    assert_int_equal(store_copy_range(f->a, NULL, 0, 10, NULL, 0, 10, collect, c, &next, &nl),
+                     KEEL_EINVAL);
+    assert_int_equal(store_copy_range(f->a, other, 0, 10, NULL, 0, 10, collect, c, &next, &nl),
+                     KEEL_EINVAL);
+    assert_int_equal(store_copy_range(f->a, snap, 0, 10, NULL, 0, 10, NULL, c, &next, &nl),
+                     KEEL_EINVAL);
+    assert_int_equal(store_copy_range(f->a, snap, 0, 10, "\x00", 1, 10, collect, c, &next, &nl),
+                     KEEL_EINVAL);
+    assert_int_equal(
+        store_copy_range(f->a, snap, 0, 10, "\x00\x0bk", 3, 10, collect, c, &next, &nl),
+        KEEL_EINVAL); /* after in slot 11 */
+    assert_int_equal(c->n, 0);
+    uint64_t x = 1, k = 1;
+    assert_int_equal(store_range_checksum(f->a, NULL, 3, 2, &x, &k), KEEL_EINVAL);
+    assert_int_equal(store_range_checksum(f->a, NULL, 0, 16384, &x, &k), KEEL_EINVAL);
+    assert_int_equal(store_range_checksum(f->a, other, 0, 10, &x, &k), KEEL_EINVAL);
+    store_txn *t = store_txn_begin(f->a);
+    assert_int_equal(store_txn_put_raw(t, 5, "r", 1, "\0\0\0\0\0\0\0\0", 8), KEEL_EINVAL);
+    assert_int_equal(store_txn_put_raw(t, 5, "r", 1, NULL, 9), KEEL_EINVAL);
+    assert_int_equal(store_txn_put_raw(t, 16384, "r", 1, "\0\0\0\0\0\0\0\0\0", 9), KEEL_EINVAL);
+    assert_int_equal(store_txn_put_raw(t, 5, "r", 1, "\0\x80\0\0\0\0\0\0\0", 9),
+                     KEEL_EINVAL);         /* negative expiry */
+    assert_null(store_snapshot_new(f->a)); /* txn open */
+    assert_int_equal(store_range_checksum(f->a, NULL, 0, 10, &x, &k), KEEL_EINVAL);
+    assert_int_equal(store_capture_start(f->a, 0, 1, on_change, NULL), KEEL_EINVAL);
+    /* A copy reads only the snapshot: allowed with a txn open. */
+    assert_int_equal(store_copy_range(f->a, snap, 0, 10, NULL, 0, 10, collect, c, &next, &nl), 1);
+    assert_null(next);
+    store_txn_abort(t);
+    assert_int_equal(store_capture_start(f->a, 2, 1, on_change, NULL), KEEL_EINVAL);
+    assert_int_equal(store_capture_start(f->a, 0, 16384, on_change, NULL), KEEL_EINVAL);
+    assert_int_equal(store_capture_start(f->a, 0, 1, NULL, NULL), KEEL_EINVAL);
+    assert_int_equal(store_capture_stop(f->a, -1), KEEL_EINVAL);
+    assert_int_equal(store_capture_stop(f->a, 8), KEEL_EINVAL);
+    assert_int_equal(store_capture_stop(f->a, 0), KEEL_EINVAL);
+    changes *ch = calloc(1, sizeof *ch);
+    int h[8];
+    for (int i = 0; i < 8; i++)
+        assert_true((h[i] = store_capture_start(f->a, 0, 0, on_change, ch)) >= 0);
+    assert_int_equal(store_capture_start(f->a, 0, 0, on_change, ch), KEEL_ELIMIT);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(store_capture_stop(f->a, h[i]), 0);
+    free(ch);
+    free(c);
+    store_snapshot_free(other);
+    store_snapshot_free(snap);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_copy_chunks_exact_and_ordered),
+        T(test_copy_one_key_per_call),
+        T(test_copy_into_second_store),
+        T(test_copy_keeps_expiry),
+        T(test_put_raw_stats_match_put),
+        T(test_capture_turns_and_stop),
+        T(test_capture_overlapping),
+        T(test_snapshot_plus_capture_converges),
+        T(test_checksum_order_independent),
+        T(test_checksum_at_snapshot),
+        T(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
