@@ -15,6 +15,7 @@
 #include "coord/coord_int.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/failpoint.h"
 #include "core/log.h"
 #include "node/http.h"
 #include "planner/planner.h"
@@ -458,6 +459,7 @@ int coord_run(const coord_config *cfg) {
     keel_log_set_level(cfg->log_level);
     signal(SIGPIPE, SIG_IGN);
     int status = 1;
+    if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail;
     if (coord_open(co, err, sizeof err)) goto fail;
     rserver_config rc = {.bind = cfg->bind,
                          .port = cfg->port,

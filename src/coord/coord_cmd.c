@@ -525,6 +525,7 @@ static const ccmd table[] = {
     {"plan", 1, 2, F_ADMIN, coord_c_plan, NULL},
     {"drain", 2, 2, F_ADMIN, coord_c_drain, NULL},
     {"remove", 2, 2, F_ADMIN, coord_c_remove, NULL},
+    {"failpoint", 2, 4, F_ADMIN, coord_c_failpoint, NULL},
     {"keel.auth", 3, 4, F_NOAUTH, c_keel_auth, NULL},
     {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},

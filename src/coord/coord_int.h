@@ -98,6 +98,7 @@ void coord_c_resume(cctx *x);
 void coord_c_plan(cctx *x);
 void coord_c_drain(cctx *x);
 void coord_c_remove(cctx *x);
+void coord_c_failpoint(cctx *x);
 
 member *coord_member(coord *co, const char *id, int create);
 /* The current map as JSON (cached per version). NULL on failure. */

@@ -7,6 +7,9 @@
  *                        them now, with reasons, floor and efficiency
  *   DRAIN <node>         the node becomes DRAINING: the planner empties it
  *   REMOVE <node>        REMOVED, refused while it still owns a partition
+ *   FAILPOINT SET <name> <spec> | FAILPOINT LIST | FAILPOINT CLEAR
+ *                        the coordinator's failpoints (core/failpoint), for
+ *                        fault tests; admin-authenticated like the rest
  *
  * Every change is one map store transaction and one log line. Settings carry
  * the time they were set, so STATUS and /metrics show their age. The pause
@@ -16,6 +19,7 @@
  */
 #include "coord/coord_int.h"
 #include "core/err.h"
+#include "core/failpoint.h"
 #include "core/log.h"
 #include "planner/planner.h"
 
@@ -199,4 +203,29 @@ void coord_c_drain(cctx *x) {
 
 void coord_c_remove(cctx *x) {
     set_node_state(x, MAPSTORE_NODE_REMOVED);
+}
+
+void coord_c_failpoint(cctx *x) {
+    char msg[320];
+    if (!strcasecmp(x->argv[1], "set") && x->argc == 4) {
+        char why[256];
+        if (failpoint_set(x->argv[2], x->argv[3], why, sizeof why)) {
+            snprintf(msg, sizeof msg, "ERR %s", why);
+            coord_reply_err(x, msg);
+            return;
+        }
+        keel_log(KEEL_LOG_WARN, "failpoint_set", "name=%s spec=%s by=%s", x->argv[2], x->argv[3],
+                 x->c->addr);
+        resp_w_simple(&x->c->out, "OK");
+    } else if (!strcasecmp(x->argv[1], "list") && x->argc == 2) {
+        char buf[4096];
+        size_t n = failpoint_list(buf, sizeof buf);
+        resp_w_bulk(&x->c->out, buf, n < sizeof buf ? n : sizeof buf - 1);
+    } else if (!strcasecmp(x->argv[1], "clear") && x->argc == 2) {
+        failpoint_clear_all();
+        resp_w_simple(&x->c->out, "OK");
+    } else {
+        coord_reply_err(
+            x, "ERR syntax: FAILPOINT SET <name> <spec> | FAILPOINT LIST | FAILPOINT CLEAR");
+    }
 }

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/failpoint.h"
 #include "node/cluster.h"
 #include "node/cmd.h"
 #include "node/http.h"
@@ -262,6 +263,7 @@ int server_run(const node_config *cfg) {
         for (int i = 0; i < 20; i++)
             snprintf(s->runid + 2 * i, 3, "%02x", r[i]);
     kbuf_init(&s->first_map);
+    if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail_early;
     server_start_signals(s);
     if (server_open(s, err, sizeof err) || server_listen(s, err, sizeof err)) goto fail;
     static const http_route routes[] = {{"/metrics", HTTP_PROMETHEUS, node_render_metrics}};
@@ -280,6 +282,8 @@ int server_run(const node_config *cfg) {
     uv_run(s->loop, UV_RUN_DEFAULT);
     status = 0;
     goto done;
+fail_early:
+    server_start_signals(s); /* the failure path below closes them */
 fail:
     fprintf(stderr, "keel node: %s\n", err);
     keel_log(KEEL_LOG_ERROR, "startup_failed", "reason=\"%s\"", err);
