@@ -1,6 +1,9 @@
 /* err.c - message and name lookup for the KEEL_E* table in err.h. */
 #include "core/err.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 const char *keel_strerror(int code) {
     switch (code) {
     case KEEL_OK:
@@ -27,4 +30,14 @@ const char *keel_errname(int code) {
     default:
         return "KEEL_EUNKNOWN";
     }
+}
+
+int keel_errf(char *err, size_t cap, int code, const char *fmt, ...) {
+    if (err && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

@@ -6,6 +6,8 @@
 #ifndef KEEL_ERR_H
 #define KEEL_ERR_H
 
+#include <stddef.h>
+
 #define KEEL_ERRNO_MAP(X)                                                                          \
     X(NOMEM, "out of memory")                                                                      \
     X(INVAL, "invalid argument")                                                                   \
@@ -32,5 +34,10 @@ enum {
 const char *keel_strerror(int code);
 /* Static upper-case name such as "KEEL_ENOMEM". Never NULL. */
 const char *keel_errname(int code);
+/* Formats a one-line reason into err[0..cap) (skipped when err is NULL or
+ * cap is 0) and returns code: `return keel_errf(err, cap, KEEL_EINVAL,
+ * "bad x: %s", v);`. */
+int keel_errf(char *err, size_t cap, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -47,18 +47,6 @@ const char *failpoint_action_name(failpoint_action a) {
     return i < sizeof action_names / sizeof *action_names ? action_names[i] : "unknown";
 }
 
-static int fail(char *err, size_t cap, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t cap, int rc, const char *fmt, ...) {
-    if (err && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 /* ---- Parsing ------------------------------------------------------------ */
 
 static int name_ok(const char *s, size_t n) {
@@ -97,13 +85,13 @@ static int parse_spec(const char *s, size_t n, fp_spec *out, char *err, size_t c
     if (star) {
         size_t i = 0, cn = (size_t)(star - s);
         if (parse_uint(s, cn, &i, FAILPOINT_COUNT_MAX, &sp.count) || i != cn || sp.count == 0)
-            return fail(err, cap, KEEL_EINVAL, "bad count '%.*s': want 1..%u before '*'", (int)cn,
-                        s, FAILPOINT_COUNT_MAX);
+            return keel_errf(err, cap, KEEL_EINVAL, "bad count '%.*s': want 1..%u before '*'",
+                             (int)cn, s, FAILPOINT_COUNT_MAX);
         n -= cn + 1;
         s = star + 1;
     }
     if (word_is(s, n, "off")) {
-        if (sp.count) return fail(err, cap, KEEL_EINVAL, "'off' takes no count");
+        if (sp.count) return keel_errf(err, cap, KEEL_EINVAL, "'off' takes no count");
     } else if (word_is(s, n, "crash")) {
         sp.action = FP_CRASH;
     } else if (word_is(s, n, "error")) {
@@ -111,12 +99,12 @@ static int parse_spec(const char *s, size_t n, fp_spec *out, char *err, size_t c
     } else if (n > 6 && memcmp(s, "pause(", 6) == 0) {
         size_t i = 6;
         if (parse_uint(s, n, &i, FAILPOINT_PAUSE_MAX_MS, &sp.pause_ms) || i + 1 != n || s[i] != ')')
-            return fail(err, cap, KEEL_EINVAL, "bad pause '%.*s': want pause(0..%u)", (int)n, s,
-                        FAILPOINT_PAUSE_MAX_MS);
+            return keel_errf(err, cap, KEEL_EINVAL, "bad pause '%.*s': want pause(0..%u)", (int)n,
+                             s, FAILPOINT_PAUSE_MAX_MS);
         sp.action = FP_PAUSE;
     } else {
-        return fail(err, cap, KEEL_EINVAL,
-                    "unknown action '%.*s': want off, crash, error or pause(MS)", (int)n, s);
+        return keel_errf(err, cap, KEEL_EINVAL,
+                         "unknown action '%.*s': want off, crash, error or pause(MS)", (int)n, s);
     }
     *out = sp;
     return 0;
@@ -157,13 +145,13 @@ static int apply(const char *name, size_t n, const fp_spec *sp) {
 int failpoint_set(const char *name, const char *spec, char *err, size_t cap) {
     size_t n = name ? strnlen(name, FAILPOINT_NAME_MAX + 1) : 0;
     if (!name_ok(name, n))
-        return fail(err, cap, KEEL_EINVAL, "bad failpoint name: want [a-z0-9._-]{1,%d}",
-                    FAILPOINT_NAME_MAX);
+        return keel_errf(err, cap, KEEL_EINVAL, "bad failpoint name: want [a-z0-9._-]{1,%d}",
+                         FAILPOINT_NAME_MAX);
     fp_spec sp;
     int rc = parse_spec(spec ? spec : "", spec ? strlen(spec) : 0, &sp, err, cap);
     if (rc) return rc;
     if ((rc = apply(name, n, &sp)))
-        return fail(err, cap, rc, "too many failpoints enabled (max %d)", FAILPOINT_MAX);
+        return keel_errf(err, cap, rc, "too many failpoints enabled (max %d)", FAILPOINT_MAX);
     return 0;
 }
 
@@ -192,14 +180,16 @@ static const char *trim(const char *s, size_t *n) {
 static int parse_env_entry(const char *s, size_t n, unsigned k, env_entry *out, char *err,
                            size_t cap) {
     const char *eq = memchr(s, '=', n);
-    if (!eq) return fail(err, cap, KEEL_EINVAL, "entry %u '%.*s': want name=spec", k, (int)n, s);
+    if (!eq)
+        return keel_errf(err, cap, KEEL_EINVAL, "entry %u '%.*s': want name=spec", k, (int)n, s);
     size_t nn = (size_t)(eq - s), sn = n - nn - 1;
     const char *name = trim(s, &nn), *spec = trim(eq + 1, &sn);
     if (!name_ok(name, nn))
-        return fail(err, cap, KEEL_EINVAL, "entry %u: bad failpoint name '%.*s'", k, (int)nn, name);
+        return keel_errf(err, cap, KEEL_EINVAL, "entry %u: bad failpoint name '%.*s'", k, (int)nn,
+                         name);
     char why[160];
     if (parse_spec(spec, sn, &out->spec, why, sizeof why))
-        return fail(err, cap, KEEL_EINVAL, "entry %u (%.*s): %s", k, (int)nn, name, why);
+        return keel_errf(err, cap, KEEL_EINVAL, "entry %u (%.*s): %s", k, (int)nn, name, why);
     out->name = name;
     out->name_len = nn;
     return 0;
@@ -236,7 +226,7 @@ int failpoint_load_env(const char *envval, char *err, size_t cap) {
         k++;
         if (tl) {
             if (n == FAILPOINT_MAX)
-                return fail(err, cap, KEEL_ELIMIT, "more than %d entries", FAILPOINT_MAX);
+                return keel_errf(err, cap, KEEL_ELIMIT, "more than %d entries", FAILPOINT_MAX);
             int rc = parse_env_entry(t, tl, k, &v[n], err, cap);
             if (rc) return rc;
             n++;
@@ -244,7 +234,8 @@ int failpoint_load_env(const char *envval, char *err, size_t cap) {
         s = end ? end + 1 : s + len;
     }
     if (enabled_after(v, n) > FAILPOINT_MAX)
-        return fail(err, cap, KEEL_ELIMIT, "too many failpoints enabled (max %d)", FAILPOINT_MAX);
+        return keel_errf(err, cap, KEEL_ELIMIT, "too many failpoints enabled (max %d)",
+                         FAILPOINT_MAX);
     /* Only deciding entries, "off"s first, so the registry never overfills midway. */
     for (int pass = 0; pass < 2; pass++)
         for (unsigned i = 0; i < n; i++)

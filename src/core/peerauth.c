@@ -101,19 +101,6 @@ static int fill_random(uint8_t *buf, size_t n) {
 
 /* ---- Secret file ------------------------------------------------------- */
 
-/* Writes a formatted message into err (if any) and returns code. */
-static int fail_msg(int code, char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail_msg(int code, char *err, size_t cap, const char *fmt, ...) {
-    if (err && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int peerauth_secret_generate(peerauth_secret *out) {
     int rc = fill_random(out->key, sizeof out->key);
     if (rc) OPENSSL_cleanse(out, sizeof *out);
@@ -158,11 +145,11 @@ int peerauth_secret_write(const char *path, const peerauth_secret *s, char *err,
     char text[SECRET_FILE_LEN + 1];
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST)
-        return fail_msg(KEEL_EEXIST, err, errcap,
-                        "secret file %s already exists; refusing to overwrite it", path);
+        return keel_errf(err, errcap, KEEL_EEXIST,
+                         "secret file %s already exists; refusing to overwrite it", path);
     if (fd < 0)
-        return fail_msg(KEEL_EIO, err, errcap, "cannot create secret file %s: %s", path,
-                        strerror(errno));
+        return keel_errf(err, errcap, KEEL_EIO, "cannot create secret file %s: %s", path,
+                         strerror(errno));
     hex_encode(s->key, sizeof s->key, text);
     text[PEERAUTH_HEX_LEN] = '\n';
     /* fchmod: the umask may have cleared bits of 0600, never added any. */
@@ -177,8 +164,8 @@ fail:;
     OPENSSL_cleanse(text, sizeof text);
     if (fd >= 0) close(fd);
     unlink(path); /* we created it with O_EXCL, so it is ours to remove */
-    return fail_msg(KEEL_EIO, err, errcap, "cannot write secret file %s: %s", path,
-                    strerror(saved));
+    return keel_errf(err, errcap, KEEL_EIO, "cannot write secret file %s: %s", path,
+                     strerror(saved));
 }
 
 /* Opens path for reading and checks that it is a private regular file. */
@@ -186,21 +173,21 @@ static int open_private(const char *path, char *err, size_t cap) {
     /* O_NONBLOCK so a FIFO planted at path cannot hang the open. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT)
-        return fail_msg(KEEL_ENOTFOUND, err, cap, "secret file %s does not exist", path);
+        return keel_errf(err, cap, KEEL_ENOTFOUND, "secret file %s does not exist", path);
     if (fd < 0)
-        return fail_msg(KEEL_EIO, err, cap, "cannot open secret file %s: %s", path,
-                        strerror(errno));
+        return keel_errf(err, cap, KEEL_EIO, "cannot open secret file %s: %s", path,
+                         strerror(errno));
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st))
-        rc = fail_msg(KEEL_EIO, err, cap, "cannot stat secret file %s: %s", path, strerror(errno));
+        rc = keel_errf(err, cap, KEEL_EIO, "cannot stat secret file %s: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        rc = fail_msg(KEEL_EINVAL, err, cap, "secret file %s is not a regular file", path);
+        rc = keel_errf(err, cap, KEEL_EINVAL, "secret file %s is not a regular file", path);
     else if (st.st_mode & 077)
-        rc = fail_msg(KEEL_EINVAL, err, cap,
-                      "secret file %s has mode %04o; group and others must have no access "
-                      "(chmod 600 %s)",
-                      path, (unsigned)(st.st_mode & 07777), path);
+        rc = keel_errf(err, cap, KEEL_EINVAL,
+                       "secret file %s has mode %04o; group and others must have no access "
+                       "(chmod 600 %s)",
+                       path, (unsigned)(st.st_mode & 07777), path);
     if (rc) close(fd);
     return rc ? rc : fd;
 }
@@ -228,16 +215,16 @@ int peerauth_secret_load(const char *path, peerauth_secret *out, char *err, size
     close(fd);
     int rc = 0;
     if (n < 0)
-        rc = fail_msg(KEEL_EIO, err, errcap, "cannot read secret file %s: %s", path,
-                      strerror(saved));
+        rc = keel_errf(err, errcap, KEEL_EIO, "cannot read secret file %s: %s", path,
+                       strerror(saved));
     else if (n != PEERAUTH_HEX_LEN && !(n == SECRET_FILE_LEN && text[PEERAUTH_HEX_LEN] == '\n'))
-        rc = fail_msg(KEEL_EINVAL, err, errcap,
-                      "secret file %s must hold 64 hex characters and a newline, found %s%zd "
-                      "bytes",
-                      path, n == (ssize_t)sizeof text ? "at least " : "", n);
+        rc = keel_errf(err, errcap, KEEL_EINVAL,
+                       "secret file %s must hold 64 hex characters and a newline, found %s%zd "
+                       "bytes",
+                       path, n == (ssize_t)sizeof text ? "at least " : "", n);
     else if (hex_decode(text, PEERAUTH_HEX_LEN, out->key, sizeof out->key))
-        rc = fail_msg(KEEL_EINVAL, err, errcap,
-                      "secret file %s holds a character that is not a hex digit", path);
+        rc = keel_errf(err, errcap, KEEL_EINVAL,
+                       "secret file %s holds a character that is not a hex digit", path);
     OPENSSL_cleanse(text, sizeof text);
     if (rc) peerauth_secret_wipe(out);
     return rc;

@@ -36,22 +36,23 @@ static int lookup(cmd_ctx *x, store_txn *t, int i, store_value *v) {
     return 1;
 }
 
-/* Commits t. The handler has already written its reply after mark; if the
- * commit fails, that reply is replaced by an error. Returns 0 or -1. */
-static int commit(cmd_ctx *x, store_txn *t, size_t mark) {
-    int rc = store_txn_commit(t);
-    if (rc) {
-        x->out->len = mark;
-        reply_errf(x, "ERR storage error: %s", keel_strerror(rc));
-        return -1;
-    }
-    return 0;
-}
-
 /* Aborts t and replies a storage error for code rc. */
 static void fail(cmd_ctx *x, store_txn *t, int rc) {
     store_txn_abort(t);
     reply_errf(x, "ERR storage error: %s", keel_strerror(rc));
+}
+
+/* Ends a write whose last step returned rc: aborts and replies the error, or
+ * commits into the turn. Returns 0 when committed; the caller then replies.
+ * A commit cannot fail: durability is the turn's store_sync, and a failed
+ * sync stops the node before any reply of the turn leaves (server.c). */
+static int finish(cmd_ctx *x, store_txn *t, int rc) {
+    if (rc) {
+        fail(x, t, rc);
+        return -1;
+    }
+    store_txn_commit(t);
+    return 0;
 }
 
 static int put(store_txn *t, cmd_ctx *x, int i, int64_t expire, const void *p, size_t len) {
@@ -168,7 +169,6 @@ void cmd_set(cmd_ctx *x) {
         reply_wrongtype(x);
         return;
     }
-    size_t mark = x->out->len;
     if ((flags & SET_NX && found) || (flags & SET_XX && !found)) {
         reply_value(x, (flags & SET_GET) && found, &old);
         if (found) store_value_release(&old);
@@ -179,14 +179,13 @@ void cmd_set(cmd_ctx *x) {
     rc = (expire && expire <= x->now_ms)
              ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
              : put(t, x, 1, expire, x->argv[2], x->argvlen[2]);
-    if (rc)
-        fail(x, t, rc);
-    else if (!(flags & SET_GET))
-        reply_ok(x);
-    else
-        reply_value(x, found, &old);
+    if (finish(x, t, rc) == 0) {
+        if (flags & SET_GET)
+            reply_value(x, found, &old);
+        else
+            reply_ok(x);
+    }
     if (found) store_value_release(&old);
-    if (!rc) commit(x, t, mark);
 }
 
 /* SETNX, GETSET, GETDEL share: look up, write or delete, reply. */
@@ -202,14 +201,7 @@ void cmd_setnx(cmd_ctx *x) {
         }
         return;
     }
-    int rc = put(t, x, 1, 0, x->argv[2], x->argvlen[2]);
-    if (rc) {
-        fail(x, t, rc);
-        return;
-    }
-    size_t mark = x->out->len;
-    resp_w_int(x->out, 1);
-    commit(x, t, mark);
+    if (finish(x, t, put(t, x, 1, 0, x->argv[2], x->argvlen[2])) == 0) resp_w_int(x->out, 1);
 }
 
 static void get_and_replace(cmd_ctx *x, int del) {
@@ -223,13 +215,8 @@ static void get_and_replace(cmd_ctx *x, int del) {
     }
     int rc = del ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
                  : put(t, x, 1, 0, x->argv[2], x->argvlen[2]);
-    size_t mark = x->out->len;
-    if (rc)
-        fail(x, t, rc);
-    else
-        reply_value(x, found, &old);
+    if (finish(x, t, rc) == 0) reply_value(x, found, &old);
     if (found) store_value_release(&old);
-    if (!rc) commit(x, t, mark);
 }
 
 void cmd_getset(cmd_ctx *x) {
@@ -265,9 +252,7 @@ void cmd_mset(cmd_ctx *x) {
             return;
         }
     }
-    size_t mark = x->out->len;
-    reply_ok(x);
-    commit(x, t, mark);
+    if (finish(x, t, 0) == 0) reply_ok(x);
 }
 
 /* DEL and UNLINK count keys that logically existed; expired ones are
@@ -288,9 +273,7 @@ void cmd_del(cmd_ctx *x) {
             return;
         }
     }
-    size_t mark = x->out->len;
-    resp_w_int(x->out, n);
-    commit(x, t, mark);
+    if (finish(x, t, 0) == 0) resp_w_int(x->out, n);
 }
 
 void cmd_exists(cmd_ctx *x) {
@@ -336,13 +319,8 @@ void cmd_append(cmd_ctx *x) {
     if (found) store_value_release(&old);
     if (!rc) rc = put(t, x, 1, expire, nv.p ? nv.p : "", oldlen + x->argvlen[2]);
     kbuf_close(&nv);
-    if (rc) {
-        fail(x, t, rc < 0 ? rc : KEEL_ENOMEM);
-        return;
-    }
-    size_t mark = x->out->len;
-    resp_w_int(x->out, (long long)(oldlen + x->argvlen[2]));
-    commit(x, t, mark);
+    if (finish(x, t, rc > 0 ? KEEL_ENOMEM : rc) == 0)
+        resp_w_int(x->out, (long long)(oldlen + x->argvlen[2]));
 }
 
 /* ---- Counters ------------------------------------------------------------ */
@@ -375,14 +353,7 @@ static void incr_by(cmd_ctx *x, long long by) {
     }
     char num[32];
     int n = snprintf(num, sizeof num, "%lld", cur + by);
-    int rc = put(t, x, 1, expire, num, (size_t)n);
-    if (rc) {
-        fail(x, t, rc);
-        return;
-    }
-    size_t mark = x->out->len;
-    resp_w_int(x->out, cur + by);
-    commit(x, t, mark);
+    if (finish(x, t, put(t, x, 1, expire, num, (size_t)n)) == 0) resp_w_int(x->out, cur + by);
 }
 
 static int incr_arg(cmd_ctx *x, long long *by) {
@@ -484,13 +455,7 @@ static void expire_generic(cmd_ctx *x, int seconds, const char *name) {
     int rc = when <= x->now_ms ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
                                : put(t, x, 1, when, v.data, v.len);
     store_value_release(&v);
-    if (rc) {
-        fail(x, t, rc);
-        return;
-    }
-    size_t mark = x->out->len;
-    resp_w_int(x->out, 1);
-    commit(x, t, mark);
+    if (finish(x, t, rc) == 0) resp_w_int(x->out, 1);
 }
 
 void cmd_expire(cmd_ctx *x) {
@@ -536,11 +501,5 @@ void cmd_persist(cmd_ctx *x) {
     }
     int rc = put(t, x, 1, 0, v.data, v.len);
     store_value_release(&v);
-    if (rc) {
-        fail(x, t, rc);
-        return;
-    }
-    size_t mark = x->out->len;
-    resp_w_int(x->out, 1);
-    commit(x, t, mark);
+    if (finish(x, t, rc) == 0) resp_w_int(x->out, 1);
 }

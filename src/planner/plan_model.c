@@ -64,18 +64,6 @@ int plan_model_find_node(const plan_model *m, const char *id) {
 
 /* ---- Field checks shared by add_* and check ------------------------------- */
 
-static int plan_fail(char *err, size_t cap, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int plan_fail(char *err, size_t cap, int rc, const char *fmt, ...) {
-    if (err && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 /* Finite and >= 0. Upper bounds keep sums over 2^29 partitions finite. */
 static int nonneg(double x) {
     return isfinite(x) && x >= 0 && x <= PLAN_NUM_MAX;
@@ -83,71 +71,71 @@ static int nonneg(double x) {
 
 int plan__check_node(const plan_node *n, size_t i, char *err, size_t cap) {
     if (!n->id[0] || memchr(n->id, 0, sizeof n->id) == NULL)
-        return plan_fail(err, cap, KEEL_EINVAL, "nodes[%zu].id: must be a non-empty string", i);
+        return keel_errf(err, cap, KEEL_EINVAL, "nodes[%zu].id: must be a non-empty string", i);
     if (!memchr(n->rack, 0, sizeof n->rack))
-        return plan_fail(err, cap, KEEL_EINVAL, "nodes[%zu].rack: too long", i);
+        return keel_errf(err, cap, KEEL_EINVAL, "nodes[%zu].rack: too long", i);
     if (!nonneg(n->capacity) || n->capacity > PLAN_CAPACITY_MAX)
-        return plan_fail(err, cap, KEEL_EINVAL, "nodes[%zu].capacity: must be 0..%g (node %s)", i,
+        return keel_errf(err, cap, KEEL_EINVAL, "nodes[%zu].capacity: must be 0..%g (node %s)", i,
                          PLAN_CAPACITY_MAX, n->id);
     if ((unsigned)n->state > PLAN_NODE_DRAINING)
-        return plan_fail(err, cap, KEEL_EINVAL, "nodes[%zu].state: unknown state %d", i,
+        return keel_errf(err, cap, KEEL_EINVAL, "nodes[%zu].state: unknown state %d", i,
                          (int)n->state);
     if (!nonneg(n->disk_used) || !nonneg(n->disk_capacity))
-        return plan_fail(err, cap, KEEL_EINVAL, "nodes[%zu].disk_used/disk_capacity: must be >= 0",
+        return keel_errf(err, cap, KEEL_EINVAL, "nodes[%zu].disk_used/disk_capacity: must be >= 0",
                          i);
     if (!nonneg(n->metrics_age_s))
-        return plan_fail(err, cap, KEEL_EINVAL, "nodes[%zu].metrics_age_s: must be >= 0", i);
+        return keel_errf(err, cap, KEEL_EINVAL, "nodes[%zu].metrics_age_s: must be >= 0", i);
     return 0;
 }
 
 int plan__check_part(const plan_part *p, size_t i, size_t nnodes, char *err, size_t cap) {
     if (p->nreplicas > PLAN_MAX_REPLICAS)
-        return plan_fail(err, cap, KEEL_EINVAL, "partitions[%zu].replicas: more than %d", i,
+        return keel_errf(err, cap, KEEL_EINVAL, "partitions[%zu].replicas: more than %d", i,
                          PLAN_MAX_REPLICAS);
     for (int r = 0; r < p->nreplicas; r++) {
         int32_t n = p->replicas[r];
         if (n < 0 || (size_t)n >= nnodes)
-            return plan_fail(err, cap, KEEL_ENOTFOUND, "partitions[%zu].replicas[%d]: no node %d",
+            return keel_errf(err, cap, KEEL_ENOTFOUND, "partitions[%zu].replicas[%d]: no node %d",
                              i, r, (int)n);
         for (int q = 0; q < r; q++)
             if (p->replicas[q] == n)
-                return plan_fail(err, cap, KEEL_EINVAL,
+                return keel_errf(err, cap, KEEL_EINVAL,
                                  "partitions[%zu].replicas: node %d holds two replicas", i, (int)n);
     }
     if (p->moving_to < -1 || (p->moving_to >= 0 && (size_t)p->moving_to >= nnodes))
-        return plan_fail(err, cap, KEEL_ENOTFOUND, "partitions[%zu].moving_to: no node %d", i,
+        return keel_errf(err, cap, KEEL_ENOTFOUND, "partitions[%zu].moving_to: no node %d", i,
                          (int)p->moving_to);
     if (p->moving_to >= 0 && p->nreplicas == 0)
-        return plan_fail(err, cap, KEEL_EINVAL, "partitions[%zu].moving_to: partition has no owner",
+        return keel_errf(err, cap, KEEL_EINVAL, "partitions[%zu].moving_to: partition has no owner",
                          i);
     if (!nonneg(p->bytes))
-        return plan_fail(err, cap, KEEL_EINVAL, "partitions[%zu].bytes: must be >= 0", i);
+        return keel_errf(err, cap, KEEL_EINVAL, "partitions[%zu].bytes: must be >= 0", i);
     if (!nonneg(p->load))
-        return plan_fail(err, cap, KEEL_EINVAL, "partitions[%zu].load: must be >= 0", i);
+        return keel_errf(err, cap, KEEL_EINVAL, "partitions[%zu].load: must be >= 0", i);
     if (!(p->since_last_move_s >= 0))
-        return plan_fail(err, cap, KEEL_EINVAL, "partitions[%zu].since_last_move_s: must be >= 0",
+        return keel_errf(err, cap, KEEL_EINVAL, "partitions[%zu].since_last_move_s: must be >= 0",
                          i);
     return 0;
 }
 
 static int check_settings(const plan_settings *s, char *err, size_t cap) {
     if (!nonneg(s->load_weight))
-        return plan_fail(err, cap, KEEL_EINVAL, "settings.load_weight: must be >= 0");
+        return keel_errf(err, cap, KEEL_EINVAL, "settings.load_weight: must be >= 0");
     if (!isfinite(s->stop_ratio) || s->stop_ratio < 1)
-        return plan_fail(err, cap, KEEL_EINVAL, "settings.stop_ratio: must be >= 1");
+        return keel_errf(err, cap, KEEL_EINVAL, "settings.stop_ratio: must be >= 1");
     if (!isfinite(s->start_ratio) || s->start_ratio < s->stop_ratio)
-        return plan_fail(err, cap, KEEL_EINVAL, "settings.start_ratio: must be >= stop_ratio");
+        return keel_errf(err, cap, KEEL_EINVAL, "settings.start_ratio: must be >= stop_ratio");
     if (!nonneg(s->min_gain))
-        return plan_fail(err, cap, KEEL_EINVAL, "settings.min_gain: must be >= 0");
+        return keel_errf(err, cap, KEEL_EINVAL, "settings.min_gain: must be >= 0");
     if (!nonneg(s->min_residence_s))
-        return plan_fail(err, cap, KEEL_EINVAL, "settings.min_residence: must be >= 0");
+        return keel_errf(err, cap, KEEL_EINVAL, "settings.min_residence: must be >= 0");
     if (!(s->disk_low > 0 && s->disk_low <= s->disk_high && s->disk_high <= s->disk_flood &&
           s->disk_flood <= 1))
-        return plan_fail(err, cap, KEEL_EINVAL,
+        return keel_errf(err, cap, KEEL_EINVAL,
                          "settings.disk_low/disk_high/disk_flood: need 0 < low <= high <= flood "
                          "<= 1");
     if (!(s->max_metrics_age_s > 0) || isnan(s->max_metrics_age_s))
-        return plan_fail(err, cap, KEEL_EINVAL, "settings.max_metrics_age: must be > 0");
+        return keel_errf(err, cap, KEEL_EINVAL, "settings.max_metrics_age: must be > 0");
     return 0;
 }
 
@@ -252,7 +240,7 @@ static int check_node_ids(const plan_model *m, char *err, size_t cap) {
         while (slot[h] >= 0 && strcmp(m->nodes[slot[h]].id, m->nodes[i].id) != 0)
             h = (h + 1) & (hcap - 1);
         if (slot[h] >= 0)
-            rc = plan_fail(err, cap, KEEL_EEXIST, "nodes[%zu].id: duplicate node id \"%s\"", i,
+            rc = keel_errf(err, cap, KEEL_EEXIST, "nodes[%zu].id: duplicate node id \"%s\"", i,
                            m->nodes[i].id);
         slot[h] = (int32_t)i;
     }
@@ -264,7 +252,7 @@ int plan_model_check(const plan_model *m, char *err, size_t cap) {
     int rc;
     if ((rc = check_settings(&m->settings, err, cap))) return rc;
     if (m->nnodes > INT32_MAX || m->nparts >= UINT32_MAX)
-        return plan_fail(err, cap, KEEL_EINVAL, "model: too many nodes or partitions");
+        return keel_errf(err, cap, KEEL_EINVAL, "model: too many nodes or partitions");
     for (size_t i = 0; i < m->nnodes; i++)
         if ((rc = plan__check_node(&m->nodes[i], i, err, cap))) return rc;
     if ((rc = check_node_ids(m, err, cap))) return rc;
@@ -273,7 +261,7 @@ int plan_model_check(const plan_model *m, char *err, size_t cap) {
     size_t d = dup_part_id(m);
     if (d == SIZE_MAX - 1) return KEEL_ENOMEM;
     if (d != SIZE_MAX)
-        return plan_fail(err, cap, KEEL_EEXIST, "partitions[%zu].id: duplicate partition id %llu",
+        return keel_errf(err, cap, KEEL_EEXIST, "partitions[%zu].id: duplicate partition id %llu",
                          d, (unsigned long long)m->parts[d].id);
     return 0;
 }
