@@ -6,6 +6,8 @@
  *   keel set NAME VALUE | keel unset NAME
  *   keel pause [--reason TEXT] | keel resume
  *   keel drain NODE | keel remove NODE
+ *   keel move PARTITION NODE [--json] | keel cancel MOVE
+ *   keel moves [--json] [--all] [--watch]     (--watch: moves_watch.c)
  *   keel plan --coord HOST:PORT [--json]      (plan.c hands this case here)
  *
  * Every one takes --coord HOST:PORT (default 127.0.0.1:7400) and --password
@@ -26,6 +28,7 @@ typedef struct admin_cmd {
     int positionals;        /* required positional arguments */
     int json, node, reason; /* flags it takes */
     const char *usage;
+    int listing; /* --all and --watch (moves) */
 } admin_cmd;
 
 static const admin_cmd cmds[] = {
@@ -39,12 +42,17 @@ static const admin_cmd cmds[] = {
     {"resume", "RESUME", NULL, 0, 0, 0, 0, ""},
     {"drain", "DRAIN", NULL, 1, 0, 0, 0, " NODE"},
     {"remove", "REMOVE", NULL, 1, 0, 0, 0, " NODE"},
+    {"move", "MOVE", NULL, 2, 1, 0, 0, " PARTITION NODE"},
+    {"cancel", "CANCEL", NULL, 1, 0, 0, 0, " MOVE"},
+    {"moves", "MOVES", NULL, 0, 1, 0, 0, " [--all] [--watch]", 1},
 };
+
+int moves_watch(redisContext *c, int all); /* moves_watch.c */
 
 typedef struct admin_args {
     char host[256];
     int port;
-    int json;
+    int json, all, watch;
     const char *node, *reason, *password;
     const char *pos[2];
     int npos;
@@ -83,6 +91,10 @@ static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) 
             i++;
         } else if (d->node && !strcmp(f, "--node") && v)
             a->node = argv[++i];
+        else if (d->listing && !strcmp(f, "--all"))
+            a->all = 1;
+        else if (d->listing && !strcmp(f, "--watch"))
+            a->watch = 1;
         else if (d->reason && !strcmp(f, "--reason") && v)
             a->reason = argv[++i];
         else if (!strcmp(f, "--password") && v)
@@ -119,6 +131,10 @@ static int run(const admin_cmd *d, const admin_args *a) {
         }
         freeReplyObject(r);
     }
+    if (a->watch) {
+        status = moves_watch(c, a->all);
+        goto out;
+    }
     const char *argv[MAX_ARGS] = {d->wire};
     int n = 1;
     if (d->sub) argv[n++] = d->sub;
@@ -126,12 +142,16 @@ static int run(const admin_cmd *d, const admin_args *a) {
         argv[n++] = a->pos[i];
     if (a->node) argv[n++] = "NODE", argv[n++] = a->node;
     if (a->reason) argv[n++] = a->reason;
+    if (a->all) argv[n++] = "ALL";
     if (a->json) argv[n++] = "JSON";
     r = redisCommandArgv(c, n, argv, NULL);
     if (!r) {
         fprintf(stderr, "keel %s: %s\n", d->cli, c->errstr);
     } else if (r->type == REDIS_REPLY_ERROR) {
         fprintf(stderr, "keel %s: %s\n", d->cli, r->str);
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        printf("%lld\n", r->integer);
+        status = 0;
     } else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
         fwrite(r->str, 1, r->len, stdout);
         if (r->len && r->str[r->len - 1] != '\n') putchar('\n');
@@ -172,3 +192,6 @@ ADMIN_MAIN(pause_main, "pause")
 ADMIN_MAIN(resume_main, "resume")
 ADMIN_MAIN(drain_main, "drain")
 ADMIN_MAIN(remove_main, "remove")
+ADMIN_MAIN(move_main, "move")
+ADMIN_MAIN(cancel_main, "cancel")
+ADMIN_MAIN(moves_main, "moves")

@@ -18,6 +18,9 @@ int pause_main(int argc, char **argv, const char *self);      /* admin.c */
 int resume_main(int argc, char **argv, const char *self);     /* admin.c */
 int drain_main(int argc, char **argv, const char *self);      /* admin.c */
 int remove_main(int argc, char **argv, const char *self);     /* admin.c */
+int move_main(int argc, char **argv, const char *self);       /* admin.c */
+int cancel_main(int argc, char **argv, const char *self);     /* admin.c */
+int moves_main(int argc, char **argv, const char *self);      /* admin.c */
 int plan_main(int argc, char **argv, const char *self);       /* plan.c */
 int sim_main(int argc, char **argv, const char *self);        /* sim.c */
 
@@ -55,6 +58,9 @@ static const struct {
     {"resume", resume_main, "lift the kill switch"},
     {"drain", drain_main, "mark a node DRAINING: the planner empties it"},
     {"remove", remove_main, "mark an empty node REMOVED"},
+    {"move", move_main, "move a partition: keel move PARTITION NODE [--json]"},
+    {"cancel", cancel_main, "cancel a move that has not committed: keel cancel MOVE"},
+    {"moves", moves_main, "moves in flight and recent ones [--json] [--all] [--watch]"},
 };
 
 static void usage(FILE *f) {

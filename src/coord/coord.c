@@ -13,6 +13,7 @@
  * transaction.
  */
 #include "coord/coord_int.h"
+#include "coord/coord_move.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/failpoint.h"
@@ -45,6 +46,19 @@ const setting_def coord_settings[] = {
     {"disk_low", "0.85", "no moves into a node above this disk fraction", 0, 1},
     {"disk_high", "0.90", "a node above this disk fraction sheds", 0, 1},
     {"disk_flood", "0.95", "a node above this sheds before anything else", 0, 1},
+    {"move_bytes_per_sec", "67108864", "copy and catch-up throttle per move (0 = unlimited)", 0,
+     1099511627776.0},
+    {"move_bytes_per_sec_max", "268435456",
+     "a non-converging move's throttle may be raised up to this", 0, 1099511627776.0},
+    {"fence_lag_bytes", "1048576", "fence once the catch-up backlog is this small", 0, 1073741824},
+    {"fence_timeout_ms", "2000", "abort a move whose fence has not committed in this time", 10,
+     600000},
+    {"move_stall_timeout_ms", "30000", "abort a move with no progress report for this long", 1000,
+     3.6e6},
+    {"cleanup_after_s", "300", "keep a moved partition's old copy this long", 0, 8.64e6},
+    {"max_moves_in_per_node", "2", "moves into one node at once", 1, 1000},
+    {"max_moves_out_per_node", "2", "moves out of one node at once", 1, 1000},
+    {"max_moves_cluster", "0", "moves at once in the cluster (0 = max(1, nodes/2))", 0, 100000},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -414,6 +428,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s", strsignal(signum));
     rserver_flush_now(co->rs);
     rserver_stop(co->rs);
+    coord_moves_stop(co);
     http_stop(co->http);
     co->http = NULL;
     uv_close((uv_handle_t *)&co->member_timer, NULL);
@@ -474,6 +489,10 @@ int coord_run(const coord_config *cfg) {
     if (cfg->http_port &&
         http_start(co->loop, cfg->bind, cfg->http_port, routes, 2, co, &co->http, err, sizeof err))
         goto fail;
+    if (coord_moves_start(co)) {
+        snprintf(err, sizeof err, "cannot load the moves in flight: %s", mapstore_errmsg(co->ms));
+        goto fail;
+    }
     uv_timer_init(co->loop, &co->member_timer);
     co->member_timer.data = co;
     uv_timer_start(&co->member_timer, on_member_timer, 500, 500);
@@ -495,6 +514,8 @@ fail:
     rserver_stop(co->rs);
     uv_run(co->loop, UV_RUN_NOWAIT);
 done:
+    coord_moves_stop(co);
+    free(co->mv);
     mapstore_free(co->ms);
     peerauth_secret_wipe(&co->secret);
     free(co->members);

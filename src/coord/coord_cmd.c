@@ -9,6 +9,8 @@
  * the map as a directive (term, sequence) whenever the node's map is older.
  */
 #include "coord/coord_int.h"
+#include "coord/coord_move.h"
+#include "net/peerserve.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -33,14 +35,8 @@ static peer_conn *pconn(cctx *x) {
 }
 
 void coord_conn_closed(void *arg, client *c) {
-    peer_conn *p = c->user;
-    if (!p) return;
-    /* A peer that gave up mid-handshake: typically it found our proof wrong,
-     * i.e. it holds another secret. */
-    if (p->pa && !p->peer_id[0] && peerauth_reason_of(p->pa) == PEERAUTH_R_NONE)
-        keel_log(KEEL_LOG_WARN, "peer_auth_failed", "addr=%s reason=abandoned", c->addr);
-    peerauth_free(p->pa);
-    free(p);
+    peerserve_close(c->user, c);
+    free(c->user);
     c->user = NULL;
 }
 
@@ -145,7 +141,7 @@ static void settings_json(coord *co, cJSON *arr, int64_t now) {
     }
 }
 
-static void reply_json(cctx *x, cJSON *root) {
+void coord_reply_json(cctx *x, cJSON *root) {
     char *s = cJSON_PrintUnformatted(root);
     if (s)
         resp_w_bulkstr(&x->c->out, s);
@@ -202,9 +198,9 @@ void coord_render_status(void *arg, kbuf *out) {
 }
 
 /* Replies with the JSON or the text rendering of a view, and frees both. */
-static void reply_view(cctx *x, cJSON *json, kbuf *text) {
+void coord_reply_view(cctx *x, cJSON *json, kbuf *text) {
     if (coord_want_json(x)) {
-        reply_json(x, json);
+        coord_reply_json(x, json);
     } else {
         cJSON_Delete(json);
         resp_w_bulk(&x->c->out, text->p, text->len);
@@ -225,7 +221,7 @@ static void c_status(cctx *x) {
         free(v);
         cJSON *r = status_json(co, x->now);
         if (r)
-            reply_json(x, r);
+            coord_reply_json(x, r);
         else
             err(x, "ERR map store read failed");
         return;
@@ -296,7 +292,7 @@ static void c_nodes(cctx *x) {
                     n->capacity, v[k].partitions);
     }
     free(v);
-    reply_view(x, arr, &b);
+    coord_reply_view(x, arr, &b);
 }
 
 /* PARTITIONS [NODE id] [JSON] */
@@ -344,7 +340,7 @@ static void c_partitions(cctx *x) {
                     (unsigned long long)pm->keys);
     }
     free(parts);
-    reply_view(x, arr, &b);
+    coord_reply_view(x, arr, &b);
 }
 
 /* ---- Peer commands ------------------------------------------------------- */
@@ -356,28 +352,13 @@ static void c_keel_auth(cctx *x) {
         err(x, "ERR out of memory");
         return;
     }
-    if (!strcasecmp(x->argv[1], "hello") && x->argc == 4 && !p->pa) {
-        p->pa = peerauth_new(PEERAUTH_SERVER, COORD_ID, &x->co->secret);
-        peerauth_challenge ch;
-        if (p->pa &&
-            peerauth_server_hello(p->pa, x->argv[2], x->len[2], x->argv[3], x->len[3], &ch) == 0) {
-            resp_w_array(&x->c->out, 3);
-            resp_w_bulkstr(&x->c->out, ch.id);
-            resp_w_bulkstr(&x->c->out, ch.nonce);
-            resp_w_bulkstr(&x->c->out, ch.proof);
-            return;
-        }
-    } else if (!strcasecmp(x->argv[1], "proof") && x->argc == 3 && p->pa &&
-               peerauth_server_proof(p->pa, x->argv[2], x->len[2]) == 0) {
-        snprintf(p->peer_id, sizeof p->peer_id, "%s", peerauth_peer_id(p->pa));
-        keel_log(KEEL_LOG_INFO, "peer_authenticated", "peer=%s addr=%s", p->peer_id, x->c->addr);
-        resp_w_simple(&x->c->out, "OK");
-        return;
-    }
-    const char *why = p->pa ? peerauth_reason_name(peerauth_reason_of(p->pa)) : "bad-request";
-    keel_log(KEEL_LOG_WARN, "peer_auth_failed", "addr=%s reason=%s", x->c->addr, why);
-    err(x, "ERR peer authentication failed");
-    rserver_close_after_reply(x->c);
+    peerserve_auth(p, x->c, COORD_ID, &x->co->secret, x->argc, x->argv, x->len);
+}
+
+/* KEEL.MOVE.REPORT <move> <phase> <bytes> <keys> <lag-bytes> <lag-ms> <rate> [reason] */
+static void c_keel_move_report(cctx *x, const char *id) {
+    coord_move_report(x->co, id, x->argc, x->argv);
+    resp_w_simple(&x->c->out, "OK");
 }
 
 /* KEEL.REGISTER <host> <port> <rack> <capacity> */
@@ -526,13 +507,17 @@ static const ccmd table[] = {
     {"drain", 2, 2, F_ADMIN, coord_c_drain, NULL},
     {"remove", 2, 2, F_ADMIN, coord_c_remove, NULL},
     {"failpoint", 2, 4, F_ADMIN, coord_c_failpoint, NULL},
+    {"move", 3, 5, F_ADMIN, coord_c_move, NULL},
+    {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
+    {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
     {"keel.auth", 3, 4, F_NOAUTH, c_keel_auth, NULL},
     {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},
+    {"keel.move.report", 8, 9, F_PEER | F_NOAUTH, NULL, c_keel_move_report},
 };
 
-void coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
+int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
     cctx x = {arg, c, argc, argv, argvlen, c->last_ms ? c->last_ms : keel_wall_ms()};
     const ccmd *d = NULL;
     for (size_t i = 0; i < sizeof table / sizeof *table && !d; i++)
@@ -541,29 +526,30 @@ void coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *a
     if (!d) {
         snprintf(msg, sizeof msg, "ERR unknown command '%.64s'", argv[0]);
         err(&x, msg);
-        return;
+        return 0;
     }
     if (argc < d->min_args || (d->max_args >= 0 && argc > d->max_args)) {
         snprintf(msg, sizeof msg, "ERR wrong number of arguments for '%s' command", d->name);
         err(&x, msg);
-        return;
+        return 0;
     }
     if (!c->authed && !(d->flags & F_NOAUTH)) {
         err(&x, "NOAUTH Authentication required.");
-        return;
+        return 0;
     }
     if (d->flags & F_PEER) {
         peer_conn *p = c->user;
         if (!p || !p->peer_id[0]) {
             keel_log(KEEL_LOG_WARN, "peer_command_refused",
                      "addr=%s command=%s reason=unauthenticated", c->addr, d->name);
-            err(&x, "NOPERM this command needs an authenticated cluster peer (KEEL.AUTH)");
-            return;
+            err(&x, PEERSERVE_NOPERM);
+            return 0;
         }
         d->peer_fn(&x, p->peer_id);
-        return;
+        return 0;
     }
     d->fn(&x);
+    return 0;
 }
 
 /* ---- /metrics ------------------------------------------------------------ */

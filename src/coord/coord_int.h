@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/directive.h"
 #include "core/peerauth.h"
+#include "net/peerserve.h" /* client.user is a peer_conn */
 #include "net/rserver.h"
 
 #define COORD_ID "coordinator" /* the id the coordinator proves in KEEL.AUTH */
@@ -29,12 +30,6 @@ typedef struct part_metrics {
     uint64_t bytes, keys;
     double ops;
 } part_metrics;
-
-/* Per connection (client.user): a peer handshake in progress or done. */
-typedef struct peer_conn {
-    peerauth *pa;
-    char peer_id[KEEL_ID_MAX + 1]; /* set once authenticated */
-} peer_conn;
 
 /* A setting the coordinator knows: its default and its range (all numeric). */
 typedef struct setting_def {
@@ -62,6 +57,7 @@ typedef struct coord {
     int64_t first_register_ms;
     int64_t start_ms;
     int stopping;
+    struct coord_moves_state *mv; /* the move executor (coord_move.c) */
     /* The map as JSON, rebuilt when the version changes. */
     kbuf map_json;
     uint64_t map_json_version;
@@ -91,6 +87,11 @@ typedef struct cctx {
 
 void coord_reply_err(cctx *x, const char *msg);
 int coord_want_json(const cctx *x);
+struct cJSON;
+/* Replies root as a JSON bulk string (and frees it). */
+void coord_reply_json(cctx *x, struct cJSON *root);
+/* Replies json if the command asked for JSON, else text; frees both. */
+void coord_reply_view(cctx *x, struct cJSON *json, kbuf *text);
 /* Operator controls (coord_ops.c). */
 void coord_c_setting(cctx *x);
 void coord_c_pause(cctx *x);
@@ -99,6 +100,9 @@ void coord_c_plan(cctx *x);
 void coord_c_drain(cctx *x);
 void coord_c_remove(cctx *x);
 void coord_c_failpoint(cctx *x);
+void coord_c_move(cctx *x);
+void coord_c_cancel(cctx *x);
+void coord_c_moves(cctx *x);
 
 member *coord_member(coord *co, const char *id, int create);
 /* The current map as JSON (cached per version). NULL on failure. */
@@ -107,7 +111,7 @@ const kbuf *coord_map_json(coord *co);
 void coord_maybe_place(coord *co, int64_t now_ms);
 
 /* coord_cmd.c */
-void coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen);
+int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen);
 void coord_conn_closed(void *arg, client *c);
 void coord_render_metrics(void *arg, kbuf *out);
 void coord_render_status(void *arg, kbuf *out); /* the STATUS JSON */

@@ -50,6 +50,17 @@ directive_verdict directive_admit(directive_guard *g, int from_coordinator, uint
     return DIRECTIVE_ACCEPT;
 }
 
+directive_verdict directive_admit_term(directive_guard *g, int from_coordinator, uint64_t term) {
+    if (!from_coordinator) return DIRECTIVE_NOT_COORDINATOR;
+    if (g->any && term < g->term) return DIRECTIVE_STALE_TERM;
+    if (!g->any || term > g->term) {
+        g->any = 1;
+        g->term = term;
+        g->seq = 0;
+    }
+    return DIRECTIVE_ACCEPT;
+}
+
 int directive_guard_last(const directive_guard *g, uint64_t *term, uint64_t *seq) {
     if (!g->any) return 0;
     *term = g->term;

@@ -60,6 +60,13 @@ void directive_guard_free(directive_guard *g);
 directive_verdict directive_admit(directive_guard *g, int from_coordinator, uint64_t term,
                                   uint64_t seq);
 
+/* Admission of a directive that carries a term but no sequence number: the
+ * move directives, which are idempotent by move id, so a repeat is harmless
+ * and must be answered again rather than dropped. Rules 1 and 2 above; a
+ * higher term is accepted and becomes the highest term (with seq 0, so the
+ * new coordinator's numbered directives still pass). */
+directive_verdict directive_admit_term(directive_guard *g, int from_coordinator, uint64_t term);
+
 /* Sets *term and *seq to the last accepted directive and returns 1, or
  * returns 0 (outputs untouched) if nothing has been accepted yet. Lets the
  * node persist the high-water mark. */

@@ -7,6 +7,23 @@
  * client with one write. Back-pressure: a client whose unsent output passes
  * max_output stops being read until its write completes.
  *
+ * Holding. A request whose dispatch returns RSERVER_HOLD pauses its client:
+ * parsing stops right after it and the unparsed rest of the read moves from
+ * the shared read buffer into the client's own c->saved. The held request's
+ * argv is the parser's, untouched because nothing is fed to that parser
+ * until rserver_resume re-dispatches it. A held client is still read, but
+ * only into c->saved and only up to SAVED_MAX bytes; then reading stops and
+ * the kernel, then TCP, hold the rest. Reading on is what lets a disconnect
+ * (EOF, reset) close a held client and reach ops.on_close while its request
+ * waits: libuv reports a hang-up only to a reader. (A client that pipelined
+ * SAVED_MAX bytes behind its held request and then hung up is noticed when
+ * it is resumed.) Invariants: c->saved is non-empty only while c->held, and
+ * c->saved.len <= SAVED_MAX. rserver_resume may run from any callback, even
+ * inside another client's dispatch: it touches only c's own buffers and the
+ * pending list (a push, safe at any time), and starts the kick idle handle
+ * so that the loop does not sleep in poll before the turn end that sends the
+ * reply.
+ *
  * Teardown: rserver_stop closes every handle; the struct is freed when the
  * last close callback has run (refs counts open handles), so no callback ever
  * sees freed memory.
@@ -16,9 +33,13 @@
 #include "core/err.h"
 #include "core/log.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Most input kept for a held client: one read buffer's worth. */
+#define SAVED_MAX 65536
 
 struct rserver {
     uv_loop_t *loop;
@@ -28,13 +49,14 @@ struct rserver {
     void *arg;
     uv_tcp_t listener;
     uv_check_t turn_end;
+    uv_idle_t kick; /* active while resumed output waits for a turn end */
     client *clients;
     client *pending;
     uint64_t next_client_id;
     rserver_stats stats;
     int refs; /* open uv handles */
     int stopping;
-    char readbuf[65536];
+    char readbuf[SAVED_MAX];
 };
 
 static void rs_unref(rserver *rs) {
@@ -66,6 +88,7 @@ static void on_client_closed(uv_handle_t *h) {
     resp_req_free(c->parser);
     kbuf_close(&c->out);
     kbuf_close(&c->wbuf);
+    kbuf_close(&c->saved);
     free(c);
     rs_unref(rs);
 }
@@ -89,13 +112,21 @@ void rserver_close_after_reply(client *c) {
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
+static void on_kick(uv_idle_t *h) {
+    (void)h; /* its being active is the point: poll does not sleep */
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     client *c = h->data;
-    *buf = uv_buf_init(c->rs->readbuf, sizeof c->rs->readbuf);
+    size_t n = sizeof c->rs->readbuf;
+    (void)suggested;
+    if (c->held) n = SAVED_MAX - c->saved.len; /* > 0: reading stops at the cap */
+    *buf = uv_buf_init(c->rs->readbuf, (unsigned)n);
 }
 
 static void client_read_start(client *c) {
     if (c->reading || c->closing || c->close_after_flush) return;
+    if (c->held && c->saved.len >= SAVED_MAX) return;
     c->reading = 1;
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
@@ -153,36 +184,108 @@ static void protocol_error(client *c, const char *msg) {
     rserver_close_after_reply(c);
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-    client *c = stream->data;
+/* Hands the parser's ready request to ops.dispatch; a hold leaves it in the
+ * parser, untouched, for rserver_resume. */
+static void client_dispatch(client *c) {
     rserver *rs = c->rs;
-    if (nread < 0) {
-        client_close(c);
-        return;
+    size_t before = c->out.len;
+    int rc = rs->ops->dispatch(rs->arg, c, resp_req_argc(c->parser), resp_req_argv(c->parser),
+                               resp_req_argvlen(c->parser));
+    if (rc == RSERVER_HOLD) {
+        assert(c->out.len == before); /* a held request has no reply yet */
+        c->held = 1;
     }
-    /* One clock read per batch: every command parsed from it sees the same
-     * time, as redis-server's command time snapshot does. */
-    c->last_ms = keel_wall_ms();
-    size_t off = 0, len = (size_t)nread;
-    while (off < len && !c->close_after_flush) {
+    (void)before;
+}
+
+/* Parses and dispatches requests from buf[0..len) until the bytes run out, a
+ * request is held, or the client is on its way out. Returns the bytes
+ * consumed; the caller keeps the rest if c is now held. */
+static size_t client_feed(client *c, const char *buf, size_t len) {
+    size_t off = 0;
+    while (off < len && !c->close_after_flush && !c->closing && !c->held) {
         size_t used = 0;
-        int rc = resp_req_feed(c->parser, buf->base + off, len - off, &used);
+        int rc = resp_req_feed(c->parser, buf + off, len - off, &used);
         off += used;
         if (rc == 1) {
-            rs->stats.total_commands++;
-            rs->ops->dispatch(rs->arg, c, resp_req_argc(c->parser), resp_req_argv(c->parser),
-                              resp_req_argvlen(c->parser));
+            c->rs->stats.total_commands++;
+            client_dispatch(c);
             continue;
         }
         if (rc == KEEL_EAGAIN) break;
         protocol_error(c, rc == KEEL_EPROTO ? resp_req_error(c->parser)
                                             : "out of memory reading request");
     }
+    return off;
+}
+
+/* After a batch: queue the output for the turn end, and stop reading while
+ * the client is closing, over its output backlog, or held with a full
+ * c->saved. */
+static void client_after_batch(client *c) {
     if (c->out.len || c->close_after_flush) client_mark_pending(c);
-    if (c->close_after_flush || c->out.len + c->wbuf.len > rs->cfg.max_output) {
-        uv_read_stop(stream); /* back-pressure: resume when the backlog drains */
+    if (c->reading && ((c->held && c->saved.len >= SAVED_MAX) || c->close_after_flush ||
+                       c->out.len + c->wbuf.len > c->rs->cfg.max_output)) {
+        uv_read_stop((uv_stream_t *)&c->tcp); /* on_write or rserver_resume restarts */
         c->reading = 0;
     }
+}
+
+/* Keeps unparsed input of a held client in its own buffer: the shared read
+ * buffer is overwritten by the next read of any client. */
+static void client_save(client *c, const char *p, size_t n) {
+    if (kbuf_append(&c->saved, p, n)) {
+        keel_log(KEEL_LOG_WARN, "client_closed", "client=%llu addr=%s reason=\"out of memory\"",
+                 (unsigned long long)c->id, c->addr);
+        client_close(c);
+    }
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    client *c = stream->data;
+    if (nread < 0) {
+        client_close(c);
+        return;
+    }
+    size_t len = (size_t)nread;
+    if (c->held) { /* behind the held request: keep, do not parse */
+        client_save(c, buf->base, len);
+        client_after_batch(c);
+        return;
+    }
+    /* One clock read per batch: every command parsed from it sees the same
+     * time, as redis-server's command time snapshot does. */
+    c->last_ms = keel_wall_ms();
+    size_t off = client_feed(c, buf->base, len);
+    if (c->held && off < len) client_save(c, buf->base + off, len - off);
+    client_after_batch(c);
+}
+
+void rserver_resume(client *c) {
+    if (!c || !c->held || c->closing) return;
+    rserver *rs = c->rs;
+    c->held = 0;
+    /* The request runs now: handlers that read the batch time see this. */
+    c->last_ms = keel_wall_ms();
+    client_dispatch(c);
+    if (!c->held && c->saved.len) {
+        /* Only on_read grows c->saved, and never from inside a dispatch, so
+         * the pointer stays valid through the dispatches. */
+        size_t off = client_feed(c, c->saved.p, c->saved.len);
+        if (c->held)
+            kbuf_consume(&c->saved, off);
+        else
+            kbuf_close(&c->saved); /* all parsed, or the client is closing */
+    }
+    client_after_batch(c);
+    if (!c->closing && c->out.len + c->wbuf.len <= rs->cfg.max_output) client_read_start(c);
+    /* Output made outside the poll phase (a timer, say) must not wait for
+     * the next wakeup: an active idle handle keeps poll from sleeping. */
+    if (c->pending && !rs->stopping) uv_idle_start(&rs->kick, on_kick);
+}
+
+int rserver_is_held(const client *c) {
+    return c && c->held;
 }
 
 static void peer_name(client *c) {
@@ -237,6 +340,7 @@ static void on_connection(uv_stream_t *listener, int status) {
 
 static void on_turn_end(uv_check_t *h) {
     rserver *rs = h->data;
+    uv_idle_stop(&rs->kick);
     if (rs->ops->before_flush && rs->ops->before_flush(rs->arg)) return;
     client *c = rs->pending;
     rs->pending = NULL;
@@ -286,6 +390,9 @@ int rserver_start(uv_loop_t *loop, const rserver_config *cfg, const rserver_ops 
     rs->turn_end.data = rs;
     rs->refs++;
     uv_check_start(&rs->turn_end, on_turn_end);
+    uv_idle_init(loop, &rs->kick);
+    rs->kick.data = rs;
+    rs->refs++;
     *out = rs;
     return 0;
 }
@@ -297,6 +404,7 @@ void rserver_stop(rserver *rs) {
         client_close(c);
     uv_close((uv_handle_t *)&rs->listener, on_handle_closed);
     uv_close((uv_handle_t *)&rs->turn_end, on_handle_closed);
+    uv_close((uv_handle_t *)&rs->kick, on_handle_closed);
 }
 
 void rserver_get_stats(const rserver *rs, rserver_stats *out) {

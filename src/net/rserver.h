@@ -9,6 +9,24 @@
  * meanwhile wait for the next turn's check, never leaving before their
  * before_flush. Both the node and the coordinator serve through this.
  *
+ * Holding. A handler may decline to answer yet: dispatch returns
+ * RSERVER_HOLD and appends nothing (a request to a fenced partition waiting
+ * out a move, a peer's long-poll waiting for changes). RESP has no request
+ * ids, so replies must leave in request order: holding a request pauses its
+ * whole connection. The server stops parsing that client's input right after
+ * the held request and keeps the unparsed rest in the client's own buffer.
+ * It reads on into that buffer, without parsing, only so that a disconnect
+ * is noticed while the request waits; at 64 KiB it stops reading, and later
+ * pipelined requests wait in the kernel, then in TCP (memory per held
+ * client: at most 64 KiB). Replies already made by earlier requests still
+ * leave at the turn end. The owner keeps its own list of held clients and,
+ * when the reason is gone or its own timer fires, calls rserver_resume: the
+ * request is dispatched again with the same arguments and may be served,
+ * refused, or held again; then the client's saved input and reading go on.
+ * Holding is the owner's to bound: the server has no timeout of its own. A
+ * held client that disconnects closes as usual, and ops.on_close tells the
+ * owner (rserver_is_held(c) is still 1 there).
+ *
  * Threads: everything runs on the loop thread.
  */
 #ifndef KEEL_RSERVER_H
@@ -38,21 +56,34 @@ typedef struct client {
     uv_tcp_t tcp;
     rserver *rs;
     resp_req *parser;
-    kbuf wbuf; /* bytes of the write in flight */
+    kbuf wbuf;  /* bytes of the write in flight */
+    kbuf saved; /* input behind a held request, <= 64 KiB; empty unless held */
     uv_write_t wreq;
-    int writing, reading, close_after_flush, closing, pending;
+    int writing, reading, close_after_flush, closing, pending, held;
     struct client *next_pending;
     struct client *prev, *next;
 } client;
 
+/* ops.dispatch's return for a request it wants held; see "Holding" above. */
+#define RSERVER_HOLD 1
+
 typedef struct rserver_ops {
-    /* Executes one request; must append exactly one reply to c->out. */
-    void (*dispatch)(void *arg, client *c, int argc, char **argv, const size_t *argvlen);
+    /* Executes one request and returns 0 after appending exactly one reply to
+     * c->out, or returns RSERVER_HOLD having appended nothing: the request is
+     * held until the owner calls rserver_resume, which calls dispatch again
+     * with the same argc, argv and argvlen. argv and argvlen are the
+     * server's: valid, and left unchanged by the server, until dispatch
+     * returns 0 for this request, or the client closes; the handler must not
+     * modify them when it holds. */
+    int (*dispatch)(void *arg, client *c, int argc, char **argv, const size_t *argvlen);
     /* Runs once per turn before any output leaves; non-zero is fatal for
      * the turn's replies (the owner decides what to do; see server.c). May
      * be NULL. */
     int (*before_flush)(void *arg);
-    /* Called when a connection closes, before it is freed. May be NULL. */
+    /* Called when a connection closes, before it is freed; held or not (a
+     * held request is then dropped unanswered). After it returns, c is gone:
+     * the owner removes it from any list of held clients here, and must not
+     * pass it to rserver_resume or any other call. May be NULL. */
     void (*on_close)(void *arg, client *c);
 } rserver_ops;
 
@@ -83,5 +114,21 @@ void rserver_stop(rserver *rs);
 void rserver_get_stats(const rserver *rs, rserver_stats *out);
 /* Closes c once its pending output has been written (QUIT, fatal errors). */
 void rserver_close_after_reply(client *c);
+/* Re-dispatches c's held request now (from the caller's stack, on the loop
+ * thread), then, unless it is held again, goes on with the client's saved
+ * input (which may hold again at a later request) and resumes reading.
+ * Replies made here leave at the next turn end, after before_flush, like any
+ * other; the server keeps the loop from sleeping until then. c->last_ms is
+ * set to now: the request executes now, not when it arrived. Safe from any
+ * loop callback - a timer, a hiredis reply, another client's dispatch (even
+ * of the same turn), and c's own dispatch (where c is not held, so it does
+ * nothing) - except ops.before_flush, whose turn is already being
+ * committed. Does nothing for a client that is not held (NULL included) or
+ * is closing (its on_close is still to come). c must not have been passed to
+ * ops.on_close. */
+void rserver_resume(client *c);
+/* 1 while c has a held request, else 0. It is 0 during the re-dispatch in
+ * rserver_resume: the request is then executing, not held. */
+int rserver_is_held(const client *c);
 
 #endif

@@ -11,6 +11,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "node/coordlink.h"
+#include "node/move.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,38 @@ static void load_mark(server *s, coordlink_config *lc) {
     free(v);
 }
 
+int node_install_map(server *s, const char *json, size_t len, char *err, size_t cap) {
+    keel_map m;
+    if (parse_map(json, len, &m, err, cap)) return KEEL_EINVAL;
+    uint64_t version = m.version, old = ptable_map(s->pt)->version;
+    if (version <= old) {
+        keel_map_close(&m);
+        if (version == old) return 0;
+        snprintf(err, cap, "map version %llu is older than %llu", (unsigned long long)version,
+                 (unsigned long long)old);
+        return KEEL_ERANGE;
+    }
+    /* Persisted before it is acted on: a restart comes back to this map. */
+    if (store_meta_put(s->st, "map", json, len)) {
+        keel_map_close(&m);
+        snprintf(err, cap, "cannot persist map version %llu", (unsigned long long)version);
+        keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu", (unsigned long long)version);
+        return KEEL_EIO;
+    }
+    int rc = ptable_apply_map(s->pt, &m);
+    if (rc) {
+        snprintf(err, cap, "%s",
+                 rc == KEEL_ERANGE ? "older than current" : "partition count differs");
+        keel_map_close(&m);
+        return rc;
+    }
+    keel_log(KEEL_LOG_INFO, "map_installed", "version=%llu previous=%llu epoch=%llu",
+             (unsigned long long)version, (unsigned long long)old,
+             (unsigned long long)ptable_self_epoch(s->pt));
+    if (s->mv) move_map_changed(s->mv);
+    return 1;
+}
+
 static void on_map(void *arg, const char *json, size_t len, uint64_t term, uint64_t seq) {
     server *s = arg;
     save_mark(s, term, seq);
@@ -56,26 +89,9 @@ static void on_map(void *arg, const char *json, size_t len, uint64_t term, uint6
         s->have_first_map = 1;
         return;
     }
-    keel_map m;
     char err[256];
-    if (parse_map(json, len, &m, err, sizeof err)) {
-        keel_log(KEEL_LOG_ERROR, "map_rejected", "reason=\"%s\"", err);
-        return;
-    }
-    uint64_t version = m.version, old = ptable_map(s->pt)->version;
-    int rc = ptable_apply_map(s->pt, &m);
-    if (rc) {
-        keel_log(KEEL_LOG_WARN, "map_rejected", "version=%llu have=%llu reason=%s",
-                 (unsigned long long)version, (unsigned long long)old,
-                 rc == KEEL_ERANGE ? "older-than-current" : "partition-count-differs");
-        keel_map_close(&m);
-        return;
-    }
-    if (store_meta_put(s->st, "map", json, len))
-        keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu", (unsigned long long)version);
-    keel_log(KEEL_LOG_INFO, "map_installed", "version=%llu previous=%llu epoch=%llu",
-             (unsigned long long)version, (unsigned long long)old,
-             (unsigned long long)ptable_self_epoch(s->pt));
+    if (node_install_map(s, json, len, err, sizeof err) < 0)
+        keel_log(KEEL_LOG_WARN, "map_rejected", "reason=\"%s\"", err);
 }
 
 static uint64_t map_version(void *arg) {
@@ -130,6 +146,8 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
                  (unsigned long long)m->version);
     }
     s->link = coordlink_start(s->loop, &lc, &secret, &cbs, s);
+    s->secret = secret; /* for peers: the move protocol's connections */
+    s->have_secret = 1;
     peerauth_secret_wipe(&secret);
     if (!s->link) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
     if (saved) return 0;

@@ -13,6 +13,13 @@
  * signal stops the node). Returns 0 with *m filled, or a negative KEEL_E*
  * with a reason in err. */
 int node_cluster_start(server *s, keel_map *m, char *err, size_t cap);
+/* Installs a map (JSON) pushed by the coordinator: parsed, refused if older
+ * than the current one, persisted, then applied, after which the move
+ * protocol settles any partition the map committed (move_map_changed).
+ * Returns 1 if installed, 0 if it was not newer than the current map (not an
+ * error: the same map arrives by heartbeat and by directive), or a negative
+ * KEEL_E* with a reason in err. */
+int node_install_map(server *s, const char *json, size_t len, char *err, size_t cap);
 /* Tells the coordinator we are leaving (if leave) and drops the link. */
 void node_cluster_stop(server *s, int leave);
 

@@ -10,6 +10,7 @@
 #include "core/crc16.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "node/move.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -170,12 +171,17 @@ static int keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
     return 0;
 }
 
-/* Returns 1 if this node serves the slot, else replies and returns 0. */
-static int route_ok(cmd_ctx *x) {
+/* Returns 1 if this node serves the slot; else replies (or holds the
+ * request: *held = RSERVER_HOLD) and returns 0. */
+static int route_ok(cmd_ctx *x, int *held) {
     route r;
     ptable_route(x->srv->pt, x->slot, &r);
     x->partition = r.partition;
     if (r.kind == ROUTE_SERVE) return 1;
+    if (r.kind == ROUTE_HOLD) {
+        *held = move_hold(x->srv->mv, x->c, r.partition);
+        return 0;
+    }
     if (r.kind == ROUTE_MOVED)
         reply_errf(x, "MOVED %u %s:%d", x->slot, r.owner->host, r.owner->port);
     else
@@ -183,7 +189,7 @@ static int route_ok(cmd_ctx *x) {
     return 0;
 }
 
-void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen) {
+int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen) {
     cmd_ctx x = {.srv = srv,
                  .c = c,
                  .argc = argc,
@@ -194,15 +200,11 @@ void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *a
     uint64_t t0 = keel_mono_us();
     x.now_ms = c->last_ms ? c->last_ms : keel_wall_ms();
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
-    if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0) {
-        /* Cluster-internal commands: none is served to client connections. */
-        keel_log(KEEL_LOG_WARN, "peer_command_refused", "addr=%s reason=unauthenticated", c->addr);
-        reply_err(&x, "NOPERM this command needs an authenticated cluster peer (KEEL.AUTH)");
-        return;
-    }
+    if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0)
+        return move_dispatch(srv->mv, c, argc, argv, argvlen); /* cluster peers only */
     if (!d) {
         reply_unknown(&x);
-        return;
+        return 0;
     }
     if (d->subs && argc >= 2) {
         const cmd_def *sub = cmd_lookup_sub(d, argv[1], argvlen[1]);
@@ -213,7 +215,7 @@ void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *a
                 up[i] = (char)toupper(d->name[i]);
             up[i] = 0;
             reply_errf(&x, "ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], up);
-            return;
+            return 0;
         }
         parent = d;
         d = sub;
@@ -222,15 +224,16 @@ void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *a
         char name[80];
         full_name(parent, d, name, sizeof name);
         reply_errf(&x, "ERR wrong number of arguments for '%s' command", name);
-        return;
+        return 0;
     }
     if (!c->authed && !(d->flags & CMD_NOAUTH)) {
         reply_err(&x, "NOAUTH Authentication required.");
-        return;
+        return 0;
     }
-    int has_keys;
-    if (keys_slot(&x, d, &has_keys)) return;
-    if (has_keys && !route_ok(&x)) return;
+    int has_keys, held = 0;
+    if (keys_slot(&x, d, &has_keys)) return 0;
+    if (has_keys && !route_ok(&x, &held)) return held;
     d->fn(&x);
     metrics_op(srv->mx, d->cls, has_keys ? (int)x.partition : -1, keel_mono_us() - t0);
+    return 0;
 }

@@ -57,8 +57,10 @@ typedef struct cmd_def {
 const cmd_def *cmd_lookup(const char *name, size_t len);
 /* For a container, the subcommand named by argv[1], or NULL. */
 const cmd_def *cmd_lookup_sub(const cmd_def *parent, const char *name, size_t len);
-/* Executes the current request of c (argv from its parser). */
-void cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen);
+/* Executes the current request of c (argv from its parser). Returns 0, or
+ * RSERVER_HOLD when the request is held (a fenced partition, or a move's
+ * long poll; see move.h). */
+int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen);
 /* Iteration over the table for COMMAND. */
 size_t cmd_count(void);
 const cmd_def *cmd_at(size_t i);

@@ -17,6 +17,7 @@ void node_config_default(node_config *c) {
     c->fsync = STORE_FSYNC_ALWAYS;
     c->maxclients = 10000;
     c->max_output = 64u << 20;
+    c->hold_max_ms = 2000;
     resp_limits_default(&c->limits);
     c->log_level = KEEL_LOG_INFO;
     c->capacity = 1;
@@ -171,10 +172,21 @@ static int f_max_output(node_config *c, const char *v, char *e, size_t n) {
     return set_size(&c->max_output, "--max-output", v, e, n);
 }
 
+static int f_hold_max(node_config *c, const char *v, char *e, size_t n) {
+    long long x;
+    if (parse_ll(v, 1, 600000, &x)) {
+        snprintf(e, n, "--hold-max-ms must be 1..600000, got '%s'", v);
+        return KEEL_EINVAL;
+    }
+    c->hold_max_ms = (int)x;
+    return 0;
+}
+
 static const struct {
     const char *name;
     flag_setter set;
 } flags[] = {
+    {"--hold-max-ms", f_hold_max},
     {"--port", f_port},
     {"--dir", f_dir},
     {"--bind", f_bind},
@@ -260,5 +272,7 @@ const char *node_config_usage(void) {
            "  --max-args N                most arguments per request (default 1048576)\n"
            "  --max-query BYTES           most bytes buffered per request (default 1 GiB)\n"
            "  --max-output BYTES          output backlog before a client's reads pause\n"
+           "  --hold-max-ms MS            longest a request waits on a moving partition\n"
+           "                              before -TRYAGAIN (default 2000)\n"
            "  --log-level L               debug|info|warn|error (default info)\n";
 }

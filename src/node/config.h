@@ -34,6 +34,7 @@ typedef struct node_config {
     size_t max_output;          /* per-client output backlog before reads pause */
     resp_limits limits;         /* --max-bulk, --max-args, --max-query */
     int log_level;              /* --log-level */
+    int hold_max_ms;            /* --hold-max-ms: fenced requests wait this long at most */
 } node_config;
 
 void node_config_default(node_config *c);

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COORD_PEER_ID "coordinator"
 #define REDIAL_MS 1000
 
 typedef enum { L_DOWN, L_HELLO, L_PROOF, L_REGISTER, L_READY } link_state;
@@ -89,7 +88,7 @@ static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
         link_fail(l, "coordinator-not-proven", peerauth_reason_name(peerauth_reason_of(l->pa)));
         return;
     }
-    if (strcmp(peerauth_peer_id(l->pa), COORD_PEER_ID) != 0) {
+    if (strcmp(peerauth_peer_id(l->pa), COORDINATOR_ID) != 0) {
         link_fail(l, "peer-is-not-the-coordinator", peerauth_peer_id(l->pa));
         return;
     }
@@ -256,6 +255,16 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
     l->refs = 1;
     uv_timer_start(&l->timer, on_timer, 0, 0);
     return l;
+}
+
+directive_verdict coordlink_check_term(coordlink *l, int from_coordinator, uint64_t term) {
+    if (!l) return DIRECTIVE_NOT_COORDINATOR;
+    return directive_admit_term(l->guard, from_coordinator, term);
+}
+
+int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens) {
+    if (!l || l->state != L_READY || !l->ac) return KEEL_EAGAIN;
+    return redisAsyncCommandArgv(l->ac, NULL, NULL, argc, argv, lens) == REDIS_OK ? 0 : KEEL_EAGAIN;
 }
 
 int coordlink_ready(const coordlink *l) {

@@ -16,7 +16,10 @@
 #include <uv.h>
 
 #include "core/buf.h"
+#include "core/directive.h"
 #include "core/peerauth.h"
+
+#define COORDINATOR_ID "coordinator" /* the id the coordinator proves */
 
 typedef struct coordlink coordlink;
 
@@ -50,6 +53,12 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
 /* Best-effort KEEL.LEAVE, then disconnects and frees once the loop has
  * closed the handles. NULL is a no-op. */
 void coordlink_stop(coordlink *l, int leave);
+/* Admits a move directive's term through the link's directive guard
+ * (directive_admit_term). A NULL link (no coordinator) refuses. */
+directive_verdict coordlink_check_term(coordlink *l, int from_coordinator, uint64_t term);
+/* Sends a command to the coordinator and ignores the reply (progress
+ * reports). Returns 0, or KEEL_EAGAIN when not registered. */
+int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens);
 /* 1 once registered on the current connection. */
 int coordlink_ready(const coordlink *l);
 

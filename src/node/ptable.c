@@ -219,6 +219,10 @@ void ptable_route(const ptable *t, unsigned slot, route *out) {
         out->kind = ROUTE_SERVE;
         return;
     }
+    if (s == PART_FENCED) {
+        out->kind = ROUTE_HOLD;
+        return;
+    }
     int o = t->map.owner[p];
     if (o < 0 || o == t->self_index) {
         out->kind = ROUTE_DOWN;
@@ -240,6 +244,10 @@ const char *ptable_self_id(const ptable *t) {
 int ptable_self_index(const ptable *t) {
     return t->self_index;
 }
+void ptable_set_state(ptable *t, unsigned partition, part_state s) {
+    if (partition < t->partitions) t->state[partition] = (uint8_t)s;
+}
+
 part_state ptable_state(const ptable *t, unsigned partition) {
     return partition < t->partitions ? (part_state)t->state[partition] : PART_ABSENT;
 }

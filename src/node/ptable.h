@@ -72,11 +72,13 @@ void ptable_free(ptable *t);
 /* Installs map m (ownership transferred on success; m is zeroed). A map
  * whose version is lower than the current one is refused (KEEL_ERANGE) and
  * left with the caller; so is one with a different P (KEEL_EINVAL).
- * Partitions the map gives to this node become SERVING at the map's epoch;
- * partitions it owned before and no longer does become RETIRED. */
+ * Partitions the map gives to this node become SERVING at the map's epoch
+ * (an INCOMING one too: the map is the commit), except OUTGOING and FENCED,
+ * which the move protocol settles; partitions it served before and no longer
+ * owns become RETIRED. */
 int ptable_apply_map(ptable *t, keel_map *m);
 
-typedef enum { ROUTE_SERVE, ROUTE_MOVED, ROUTE_DOWN } route_kind;
+typedef enum { ROUTE_SERVE, ROUTE_MOVED, ROUTE_DOWN, ROUTE_HOLD } route_kind;
 
 typedef struct route {
     route_kind kind;
@@ -84,14 +86,18 @@ typedef struct route {
     const map_node *owner; /* ROUTE_MOVED: borrowed, valid until the next apply */
 } route;
 
-/* Routes a slot: SERVE if this node serves its partition, MOVED to the owner
- * in the current map, or DOWN when nobody owns it. */
+/* Routes a slot: SERVE if this node serves its partition, HOLD while it is
+ * FENCED (move.h), MOVED to the owner in the current map, or DOWN when nobody
+ * else owns it. */
 void ptable_route(const ptable *t, unsigned slot, route *out);
 
 const keel_map *ptable_map(const ptable *t);
 unsigned ptable_partitions(const ptable *t);
 const char *ptable_self_id(const ptable *t);
 part_state ptable_state(const ptable *t, unsigned partition);
+/* Sets this node's state of a partition (the move protocol, move.c). The
+ * caller has persisted it first; the map is unchanged. */
+void ptable_set_state(ptable *t, unsigned partition, part_state s);
 const char *part_state_name(part_state s);
 /* Highest epoch among partitions this node owns (0 if none). */
 uint64_t ptable_self_epoch(const ptable *t);

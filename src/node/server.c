@@ -13,6 +13,7 @@
 #include "node/cluster.h"
 #include "node/cmd.h"
 #include "node/http.h"
+#include "node/move.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +32,13 @@ void node_render_metrics(void *arg, kbuf *out); /* info.c */
 
 /* ---- The turn ------------------------------------------------------------ */
 
-static void on_request(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
-    cmd_dispatch(arg, c, argc, argv, argvlen);
+static int on_request(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
+    return cmd_dispatch(arg, c, argc, argv, argvlen);
+}
+
+static void on_close(void *arg, client *c) {
+    server *s = arg;
+    move_conn_closed(s->mv, c);
 }
 
 /* Group commit, before any reply of the turn leaves. */
@@ -53,7 +59,8 @@ static int before_flush(void *arg) {
     return 0;
 }
 
-static const rserver_ops node_ops = {.dispatch = on_request, .before_flush = before_flush};
+static const rserver_ops node_ops = {
+    .dispatch = on_request, .before_flush = before_flush, .on_close = on_close};
 
 static void on_sweep(uv_timer_t *t) {
     server *s = t->data;
@@ -80,6 +87,8 @@ static void on_signal(uv_signal_t *sig, int signum) {
     if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
     node_cluster_stop(s, 1); /* tells the coordinator at once: no timeout */
+    moves_free(s->mv);
+    s->mv = NULL;
     http_stop(s->http);
     s->http = NULL;
     if (s->sweep_timer.data) uv_close((uv_handle_t *)&s->sweep_timer, NULL);
@@ -217,6 +226,13 @@ static int server_open(server *s, char *err, size_t cap) {
         snprintf(err, cap, "out of memory building the partition table");
         return KEEL_ENOMEM;
     }
+    if (s->have_secret) { /* a coordinated cluster: partitions can move */
+        if (!(s->mv = moves_new(s, &s->secret, s->cfg.hold_max_ms)))
+            return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
+        if ((rc = move_restore(s->mv)))
+            return snprintf(err, cap, "cannot restore partition states"), rc;
+        store_set_sweep_filter(s->st, move_sweep_skip, s->mv);
+    }
     return 0;
 }
 
@@ -289,6 +305,8 @@ fail:
     keel_log(KEEL_LOG_ERROR, "startup_failed", "reason=\"%s\"", err);
     rserver_stop(s->rs);
     node_cluster_stop(s, 0);
+    moves_free(s->mv);
+    s->mv = NULL;
     if (!s->stopping) {
         uv_close((uv_handle_t *)&s->sigint, NULL);
         uv_close((uv_handle_t *)&s->sigterm, NULL);
@@ -296,6 +314,7 @@ fail:
     uv_run(s->loop, UV_RUN_NOWAIT);
 done:
     kbuf_close(&s->first_map);
+    peerauth_secret_wipe(&s->secret);
     store_free(s->st);
     ptable_free(s->pt);
     metrics_free(s->mx);

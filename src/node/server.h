@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "core/buf.h"
+#include "core/peerauth.h"
 #include "node/config.h"
 #include "node/metrics.h"
 #include "net/rserver.h"
@@ -23,6 +24,7 @@
 
 typedef struct http_server http_server;
 typedef struct coordlink coordlink;
+typedef struct moves moves;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -43,6 +45,9 @@ typedef struct server {
     coordlink *link; /* --coord: the link to the coordinator */
     kbuf first_map;  /* --coord: the first map, before the table exists */
     int have_first_map;
+    peerauth_secret secret; /* --coord: the cluster secret */
+    int have_secret;
+    moves *mv; /* --coord: the move protocol (move.h) */
 } server;
 
 /* Opens the store, builds the partition table, binds the ports and runs the

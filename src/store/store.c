@@ -17,6 +17,14 @@
  * (expired or not): the txn remembers every key it read or wrote, so a
  * handler doing get-then-put on one key costs one read.
  *
+ * Each slot also keeps a digest, the XOR of kv_hash(key, value) over its
+ * keys (store_range_checksum's per-slot term), maintained like the counts:
+ * a put XORs in the hash of the new value and out that of the one it
+ * replaces, a delete XORs out the old one. The old hash is computed where
+ * the txn reads the physical value anyway (db_get) and kept in its overlay
+ * entry, so the digest costs one pass over the bytes already in hand and no
+ * extra read. Saved with the counts; a crash recount rehashes every key.
+ *
  * Group commit inside the store: a txn is a save point in a batch that spans
  * the whole event-loop turn, plus a per-key overlay (hashed when it grows)
  * that gives every later read of the turn - by txn or by store_get - the
@@ -36,8 +44,9 @@
  *
  * Sweep: visits only slots whose keys carry a TTL (counted like keys and
  * bytes), slot by slot from a saved cursor, examining at most 20 keys per key
- * it may delete, and at most one full cycle of slots per call. Metadata values come back
- NUL-terminated.
+ * it may delete, and at most one full cycle of slots per call. Slots the sweep
+ * filter skips cost nothing but the call, so the cycle moves on past them.
+ * Metadata values come back NUL-terminated.
  *
  * Invariants: at most one txn is open; memory stats describe exactly the
  * committed data; dirty implies the WAL buffer may hold bytes the OS has not
@@ -179,6 +188,11 @@ static int check_dir(const char *dir, int create, char *err, size_t cap) {
 }
 
 #define CLEAN_KEY "c/stats" /* present only between a clean close and the next open */
+/* The clean marker's value: the format of the "s/" records it vouches for.
+ * '1' (and no version) had 24-byte records without the digest; anything but
+ * the current version is recounted, never parsed. */
+#define STATS_VERSION '2'
+#define STATS_REC 32u /* [keys][bytes][keys with TTL][digest], u64 BE each */
 
 static void stats_reset(store *s) {
     memset(s->stats, 0, sizeof s->stats);
@@ -194,7 +208,7 @@ static int load_stats(store *s) {
         const char *k = rocksdb_iter_key(it, &kl);
         const char *v = rocksdb_iter_value(it, &vl);
         if (kl < 2 || memcmp(k, "s/", 2) != 0) break;
-        if (kl != 4 || vl != 24 || get_be16(k + 2) >= STORE_SLOTS) {
+        if (kl != 4 || vl != STATS_REC || get_be16(k + 2) >= STORE_SLOTS) {
             keel_log(KEEL_LOG_ERROR, "store_stats_corrupt", "klen=%zu vlen=%zu", kl, vl);
             rc = KEEL_ECORRUPT;
             break;
@@ -203,6 +217,7 @@ static int load_stats(store *s) {
         st->keys = get_be64(v);
         st->bytes = get_be64(v + 8);
         st->expires = get_be64(v + 16);
+        st->digest = get_be64(v + 24);
         s->total_keys += st->keys;
         s->total_bytes += st->bytes;
         s->total_expires += st->expires;
@@ -231,6 +246,7 @@ static int recount_stats(store *s) {
         st->keys++;
         st->bytes += kl + vl;
         st->expires += (uint64_t)ttl;
+        st->digest ^= kv_hash(k, kl, v, vl);
         s->total_keys++;
         s->total_bytes += kl + vl;
         s->total_expires += (uint64_t)ttl;
@@ -247,11 +263,13 @@ static int recount_stats(store *s) {
 static int open_stats(store *s) {
     char *rerr = NULL;
     size_t vl = 0;
-    char *clean =
+    char *marker =
         rocksdb_get_cf(s->db, s->ropts, s->cf_meta, CLEAN_KEY, strlen(CLEAN_KEY), &vl, &rerr);
     if (rerr) return rerr_log("store_stats_open", rerr);
-    rocksdb_free(clean);
-    int rc = clean ? load_stats(s) : KEEL_ENOTFOUND;
+    int clean = marker != NULL;
+    int current = clean && vl == 1 && marker[0] == STATS_VERSION;
+    rocksdb_free(marker);
+    int rc = current ? load_stats(s) : KEEL_ENOTFOUND;
     if (rc) {
         uint64_t t0 = keel_mono_us();
         if ((rc = recount_stats(s))) return rc;
@@ -259,7 +277,10 @@ static int open_stats(store *s) {
          * is news. */
         keel_log(s->total_keys ? KEEL_LOG_INFO : KEEL_LOG_DEBUG, "store_recount",
                  "reason=%s keys=%llu bytes=%llu ms=%llu",
-                 clean ? "stats-unreadable" : "no-clean-close", (unsigned long long)s->total_keys,
+                 !clean     ? "no-clean-close"
+                 : !current ? "stats-old-format"
+                            : "stats-unreadable",
+                 (unsigned long long)s->total_keys,
                  (unsigned long long)s->total_bytes,
                  (unsigned long long)((keel_mono_us() - t0) / 1000));
     }
@@ -280,14 +301,16 @@ static int save_stats(store *s) {
     for (unsigned slot = 0; slot < STORE_SLOTS; slot++) {
         const slot_stat *st = &s->stats[slot];
         if (!st->keys && !st->bytes) continue;
-        char k[4], v[24];
+        char k[4], v[STATS_REC];
         stat_key(k, slot);
         put_be64(v, st->keys);
         put_be64(v + 8, st->bytes);
         put_be64(v + 16, st->expires);
-        rocksdb_writebatch_put_cf(wb, s->cf_meta, k, 4, v, 24);
+        put_be64(v + 24, st->digest);
+        rocksdb_writebatch_put_cf(wb, s->cf_meta, k, 4, v, STATS_REC);
     }
-    rocksdb_writebatch_put_cf(wb, s->cf_meta, CLEAN_KEY, strlen(CLEAN_KEY), "1", 1);
+    const char version = STATS_VERSION;
+    rocksdb_writebatch_put_cf(wb, s->cf_meta, CLEAN_KEY, strlen(CLEAN_KEY), &version, 1);
     char *rerr = NULL;
     rocksdb_write(s->db, s->wopts, wb, &rerr);
     rocksdb_writebatch_destroy(wb);
@@ -479,14 +502,17 @@ void store_free(store *s) {
 /* ---- Reads ---------------------------------------------------------------- */
 
 /* Point read of an encoded key from the DB. *exists and *vlen report the
- * physical value (expired or not). On a live value fills v with a pinned
- * slice and returns 0; otherwise KEEL_ENOTFOUND, KEEL_EIO. */
+ * physical value (expired or not); so does *hash, its kv_hash, if hash is not
+ * NULL (a txn about to remember the key: the bytes are at hand only now). On
+ * a live value fills v with a pinned slice and returns 0; otherwise
+ * KEEL_ENOTFOUND, KEEL_EIO. */
 static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_value *v,
-                  int *exists, size_t *vlen, int *has_ttl) {
+                  int *exists, size_t *vlen, int *has_ttl, uint64_t *hash) {
     char *rerr = NULL;
     *exists = 0;
     *vlen = 0;
     *has_ttl = 0;
+    if (hash) *hash = 0;
     rocksdb_pinnableslice_t *ps =
         rocksdb_get_pinned_cf(s->db, s->ropts, s->cf_data, ek, eklen, &rerr);
     if (rerr) return rerr_log("store_get", rerr);
@@ -494,6 +520,7 @@ static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_
     const char *p = rocksdb_pinnableslice_value(ps, vlen);
     *exists = 1;
     *has_ttl = *vlen >= VAL_HDR && get_be64(p + 1) != 0;
+    if (hash) *hash = kv_hash(ek, eklen, p, *vlen);
     int rc = decode_value(p, *vlen, now_ms, v);
     if (rc) {
         rocksdb_pinnableslice_destroy(ps);
@@ -521,7 +548,7 @@ int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now
     }
     int exists, ttl;
     size_t vlen;
-    return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl);
+    return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, NULL);
 }
 
 void store_value_release(store_value *v) {
@@ -627,7 +654,8 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
         store_value v;
         int exists, ttl;
         size_t vlen;
-        *rc = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl);
+        uint64_t hash;
+        *rc = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash);
         if (*rc == 0)
             store_value_release(&v);
         else if (*rc != KEEL_ENOTFOUND)
@@ -640,12 +668,13 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
         e->exists = exists;
         e->vlen = vlen;
         e->has_ttl = ttl;
+        e->hash = hash;
     }
     return e;
 }
 
 static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes,
-                       int64_t dexpires) {
+                       int64_t dexpires, uint64_t dxor) {
     if (!t->tidx[slot]) {
         if (t->ntouched == t->cap_touched) {
             size_t cap = t->cap_touched ? t->cap_touched * 2 : 16;
@@ -661,6 +690,7 @@ static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbyte
     d->dkeys += dkeys;
     d->dbytes += dbytes;
     d->dexpires += dexpires;
+    d->dxor ^= dxor;
     return 0;
 }
 
@@ -717,7 +747,8 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
     if (e && e->written) return overlay_value(t, e, now_ms, v); /* our own write */
     int exists, ttl;
     size_t vlen;
-    int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl);
+    uint64_t hash;
+    int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, e ? NULL : &hash);
     if (rc && rc != KEEL_ENOTFOUND) return rc;
     if (!e) { /* remember the physical state for a following put or del */
         if (!(e = ent_add(t, s->kbuf, eklen))) {
@@ -727,6 +758,7 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
         e->exists = exists;
         e->vlen = vlen;
         e->has_ttl = ttl;
+        e->hash = hash;
     }
     return rc;
 }
@@ -751,9 +783,10 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     if (kbuf_append(&t->arena, hdr, VAL_HDR) || kbuf_append(&t->arena, data, len))
         return KEEL_ENOMEM;
     int ttl = expire_ms != 0;
+    uint64_t hash = mix64(fnv1a64(fnv1a64(kv_hash_key(s->kbuf, eklen), hdr, VAL_HDR), data, len));
     if ((rc = txn_account(t, slot, exists ? 0 : 1,
                           (int64_t)(eklen + VAL_HDR + len) - (exists ? (int64_t)(eklen + old) : 0),
-                          ttl - (exists && e->has_ttl))))
+                          ttl - (exists && e->has_ttl), hash ^ (exists ? e->hash : 0))))
         return rc;
     const char *kp[1] = {s->kbuf};
     size_t ks[1] = {eklen};
@@ -763,6 +796,7 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     t->nops++;
     e->exists = e->written = 1;
     e->has_ttl = ttl;
+    e->hash = hash;
     e->voff = voff;
     e->vlen = VAL_HDR + len;
     return 0;
@@ -784,10 +818,11 @@ int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
     return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR);
 }
 
-/* Deletes ek, known to exist with an encoded value of vlen bytes. */
+/* Deletes ek, known to exist with an encoded value of vlen bytes whose
+ * kv_hash is hash. */
 static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen,
-                         int has_ttl) {
-    int rc = txn_account(t, slot, -1, -(int64_t)(eklen + vlen), -(int64_t)has_ttl);
+                         int has_ttl, uint64_t hash) {
+    int rc = txn_account(t, slot, -1, -(int64_t)(eklen + vlen), -(int64_t)has_ttl, hash);
     if (rc) return rc;
     rocksdb_writebatch_delete_cf(t->wb, t->s->cf_data, ek, eklen);
     t->nops++;
@@ -797,6 +832,7 @@ static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t ekl
     e->exists = 0;
     e->written = 1;
     e->has_ttl = 0;
+    e->hash = 0;
     e->vlen = 0;
     return 0;
 }
@@ -810,7 +846,7 @@ int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int
     int rc;
     txn_entry *e = txn_phys(t, s->kbuf, eklen, &rc);
     if (!e || !e->exists) return rc;
-    if ((rc = txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl))) return rc;
+    if ((rc = txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl, e->hash))) return rc;
     if (existed) *existed = 1;
     return 0;
 }
@@ -840,6 +876,7 @@ int store_txn_commit(store_txn *t) {
         st->keys = apply_delta(st->keys, d->dkeys, d->slot);
         st->bytes = apply_delta(st->bytes, d->dbytes, d->slot);
         st->expires = apply_delta(st->expires, d->dexpires, d->slot);
+        st->digest ^= d->dxor;
         s->total_keys += st->keys;
         s->total_bytes += st->bytes;
         s->total_expires += st->expires;
@@ -972,7 +1009,7 @@ static int sweep_slot(store *s, unsigned slot, int64_t now_ms, size_t *budget, s
         (*budget)--;
         if (kl >= KEY_PREFIX && kl <= KEY_MAX && vl >= VAL_HDR &&
             is_expired((int64_t)get_be64(v + 1), now_ms)) {
-            if ((rc = txn_del_known(&s->txn, slot, k, kl, vl, 1))) break;
+            if ((rc = txn_del_known(&s->txn, slot, k, kl, vl, 1, kv_hash(k, kl, v, vl)))) break;
             (*deleted)++;
         }
     }
@@ -1007,10 +1044,13 @@ long store_sweep_expired(store *s, int64_t now_ms, size_t max) {
     long deleted = 0;
     int rc = 0;
     store_txn_begin(s);
-    /* Only slots holding keys with a TTL are visited, one full cycle at most. */
+    /* Only slots holding keys with a TTL are visited, one full cycle at most.
+     * A skipped slot is passed over like an empty one (cursor reset, no
+     * budget), so a filter that skips the slot the cursor was in cannot pin
+     * the sweep there. */
     for (unsigned n = 0; n < STORE_SLOTS && budget > 0 && (size_t)deleted < max; n++) {
         unsigned slot = s->sweep_slot;
-        if (s->stats[slot].expires) {
+        if (s->stats[slot].expires && !(s->sweep_skip && s->sweep_skip(s->sweep_skip_arg, slot))) {
             rc = sweep_slot(s, slot, now_ms, &budget, max, &deleted);
             if (rc < 0) break;
             if (rc == 0) break; /* resume inside this slot next time */
@@ -1025,6 +1065,11 @@ long store_sweep_expired(store *s, int64_t now_ms, size_t max) {
     if ((rc = store_txn_commit(t))) return rc;
     if (deleted) keel_log(KEEL_LOG_DEBUG, "store_sweep", "deleted=%ld", deleted);
     return deleted;
+}
+
+void store_set_sweep_filter(store *s, int (*skip)(void *arg, unsigned slot), void *arg) {
+    s->sweep_skip = skip;
+    s->sweep_skip_arg = skip ? arg : NULL;
 }
 
 int store_delete_slots(store *s, unsigned lo, unsigned hi) {
@@ -1048,7 +1093,7 @@ int store_delete_slots(store *s, unsigned lo, unsigned hi) {
         s->total_keys -= s->stats[slot].keys;
         s->total_bytes -= s->stats[slot].bytes;
         s->total_expires -= s->stats[slot].expires;
-        s->stats[slot] = (slot_stat){0, 0, 0};
+        s->stats[slot] = (slot_stat){0};
     }
     int rc = flush_wal(s, 1, NULL);
     if (rc) return rc;

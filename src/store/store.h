@@ -8,18 +8,23 @@
  *     value  [type: u8][expire-at ms: u64 big-endian, 0 = none][payload]
  *   column family "meta"     node-local metadata
  *     "m/<name>"             free-form metadata (store_meta_get/put)
- *     "s/<slot u16 BE>"      [keys: u64][bytes: u64][keys with TTL: u64], BE;
- *                            written by a clean close, see store.c
- *     "c/stats"              present only between a clean close and open
+ *     "s/<slot u16 BE>"      [keys: u64][bytes: u64][keys with TTL: u64]
+ *                            [digest: u64], BE; written by a clean close,
+ *                            see store.c
+ *     "c/stats"              present only between a clean close and open;
+ *                            value "2", the version of the "s/" records.
+ *                            Any other value (an older release wrote "1"
+ *                            and 24-byte records) makes open recount.
  *
  * A slot's keys are therefore one contiguous range: partitions get snapshot
  * iterators, DeleteRange cleanup and size estimates for free.
  *
  * Statistics. keys(slot) counts physical keys, including ones logically
  * expired but not yet swept (as redis-server's DBSIZE does). bytes(slot) is
- * the sum of encoded key + value sizes. Both are exact at all times: kept in
- * memory, saved at a clean close, recounted from the data after a crash
- * (startup then costs one scan of the keys).
+ * the sum of encoded key + value sizes. digest(slot) is the slot's term of
+ * store_range_checksum (store_range_digest). All are exact at all times: kept
+ * in memory, saved at a clean close, recounted from the data after a crash
+ * (startup then costs one scan of the keys and one hash of every byte).
  *
  * Durability. Writes go to RocksDB with manual WAL flush: nothing reaches
  * the OS until store_sync(). The server calls store_sync() once per event-loop
@@ -147,9 +152,21 @@ long store_scan_slot(store *s, unsigned slot, size_t max, int64_t now_ms, store_
                      void *arg);
 
 /* Deletes up to max expired keys, resuming from an internal cursor that wraps
- * around the keyspace. Commits its own txn. Returns the number deleted or a
- * negative KEEL_E*. */
+ * around the keyspace. Commits its own txn. Slots the sweep filter skips are
+ * neither read nor changed, and cost no budget: the call goes on to the next
+ * slot. Returns the number deleted or a negative KEEL_E*; KEEL_EINVAL while
+ * a txn is open. */
 long store_sweep_expired(store *s, int64_t now_ms, size_t max);
+
+/* Installs a filter the expiry sweep asks before touching a slot: skip(arg,
+ * slot) non-zero means leave the slot alone this time. NULL removes it.
+ * A node uses it to keep the sweep out of partitions it is receiving or has
+ * fenced, whose copies on the two nodes must not diverge. The filter is asked
+ * only about slots holding keys with a TTL, at most once per slot per
+ * store_sweep_expired call, and is asked again on every call (its answer may
+ * change). skip runs inside the sweep's txn and must not call into the store.
+ * arg is borrowed until the filter is replaced or removed. */
+void store_set_sweep_filter(store *s, int (*skip)(void *arg, unsigned slot), void *arg);
 
 /* Deletes every key of slots [lo, hi] with DeleteRange and zeroes their
  * statistics. Returns 0 or KEEL_EIO. */
@@ -160,6 +177,7 @@ int store_delete_slots(store *s, unsigned lo, unsigned hi);
  * that snapshot in chunks (store_copy_range), and streams the changes made
  * after it (a change capture). The destination applies both with
  * store_txn_put_raw / store_txn_del. At the fence both sides compare
+ * store_range_digest (no scan, so it fits in the write pause), which equals
  * store_range_checksum. A gapless copy + catch-up needs the snapshot and the
  * capture to start with no txn commit in between (for example one right after
  * the other in the same handler): the snapshot then holds every write
@@ -266,6 +284,19 @@ int store_capture_stop(store *s, int handle);
  * snap NULL), KEEL_EIO. */
 int store_range_checksum(store *s, const store_snapshot *snap, unsigned slot_lo, unsigned slot_hi,
                          uint64_t *xor_out, uint64_t *keys_out);
+
+/* The same value store_range_checksum(s, NULL, lo, hi, ...) would compute,
+ * from per-slot digests the store keeps up to date on every write: O(hi-lo+1),
+ * no scan, no I/O. Includes every committed txn (the current turn too).
+ * *xor_out gets the XOR, *keys_out (may be NULL) the number of physical keys
+ * (store_slot_stats' count); both are 0 on error. The digests follow every
+ * way data changes: txn puts (raw too) and deletes, aborts, the expiry sweep,
+ * store_delete_slots, and restarts (saved at a clean close, recomputed after
+ * a crash). Costs the write path one FNV pass over each key and value it
+ * writes or replaces, over bytes it already holds.
+ * Returns 0 or KEEL_EINVAL (bad range, or a txn open). */
+int store_range_digest(store *s, unsigned slot_lo, unsigned slot_hi, uint64_t *xor_out,
+                       uint64_t *keys_out);
 
 /* ---- Metadata ------------------------------------------------------------
  * Small named values in the meta column family, written durably (synced)

@@ -41,13 +41,19 @@ enum { VALUE_NONE, VALUE_PINNED, VALUE_MALLOC }; /* store_value.priv_kind_ */
 #define DEFAULT_CACHE (64u << 20)
 #define WRITE_BUFFER_BYTES (64u << 20)
 
+/* digest: XOR of kv_hash() over the slot's physical keys, the per-slot term
+ * of store_range_checksum, kept like the counts so store_range_digest needs
+ * no scan. XOR is its own inverse: replacing a value XORs out the old hash
+ * and XORs in the new one, whatever the order of writes. */
 typedef struct slot_stat {
     uint64_t keys, bytes, expires; /* expires: keys with a TTL */
+    uint64_t digest;
 } slot_stat;
 
 typedef struct slot_delta {
     uint16_t slot;
     int64_t dkeys, dbytes, dexpires;
+    uint64_t dxor; /* XORed into slot_stat.digest at commit */
 } slot_delta;
 
 /* What a txn knows about one key: read from the DB (written == 0) or
@@ -58,7 +64,8 @@ typedef struct txn_entry {
     size_t voff; /* encoded value in the arena when written && exists */
     size_t vlen; /* encoded value size (physical, expired or not) */
     int exists;
-    int has_ttl; /* the physical value carries an expiry */
+    int has_ttl;   /* the physical value carries an expiry */
+    uint64_t hash; /* kv_hash of the physical key and value when exists */
     int written;
     uint32_t gen; /* the command that last saved this entry for undo */
 } txn_entry;
@@ -113,6 +120,8 @@ struct store {
     unsigned sweep_slot; /* the sweep resumes in this slot... */
     char *cursor;        /* ...at this encoded key; len 0 = the slot's start */
     size_t cursor_len;
+    int (*sweep_skip)(void *arg, unsigned slot); /* store_set_sweep_filter */
+    void *sweep_skip_arg;
     store_capture captures[STORE_CAPTURES]; /* change captures, see store_move.c */
     unsigned ncaptures;                     /* active entries in captures */
     store_txn txn;
@@ -139,6 +148,37 @@ static inline uint64_t get_be64(const char *p) {
     for (int i = 0; i < 8; i++)
         v = v << 8 | (uint8_t)p[i];
     return v;
+}
+
+/* ---- Key-value hash (store_range_checksum, slot digests) ------------------
+ * splitmix64_final(FNV-1a-64([klen u32 BE][encoded key][encoded value])).
+ * Inline here because the write path (store.c) and the checksum scan
+ * (store_move.c) must compute bit-identical values. FNV-1a is streamed, so
+ * a value held in pieces (header, payload) hashes like its concatenation. */
+
+static inline uint64_t fnv1a64(uint64_t h, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* splitmix64's finalizer: FNV-1a's high bits depend weakly on the last
+ * bytes, and the XOR of many hashes needs every bit well mixed. */
+static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The FNV state after the length prefix and the encoded key k[0..kl): feed
+ * it the encoded value with fnv1a64, then finish with mix64. */
+static inline uint64_t kv_hash_key(const char *k, size_t kl) {
+    char len[4] = {(char)(kl >> 24), (char)(kl >> 16), (char)(kl >> 8), (char)kl};
+    return fnv1a64(fnv1a64(0xcbf29ce484222325ull, len, sizeof len), k, kl);
+}
+
+static inline uint64_t kv_hash(const char *k, size_t kl, const char *v, size_t vl) {
+    return mix64(fnv1a64(kv_hash_key(k, kl), v, vl));
 }
 
 /* Writes the turn batch to RocksDB, reports it to the active change

@@ -14,6 +14,10 @@
  * it holds every committed command. Its sequence is the latest one right
  * after creation: the store has one thread, so no write can come between.
  *
+ * Checksums. store_range_checksum hashes every key of the range (kv_hash,
+ * store_int.h); store_range_digest reads the same XOR from the per-slot
+ * digests store.c maintains on every commit, for the fence's write pause.
+ *
  * Change capture. The turn overlay (store_int.h: txn->ents) keeps each key
  * the turn wrote with its absolute final state, so when turn_write hands the
  * batch to RocksDB it also reports the overlay's written entries to every
@@ -204,27 +208,6 @@ long store_copy_range(store *s, const store_snapshot *snap, unsigned slot_lo, un
 
 /* ---- Checksum ------------------------------------------------------------- */
 
-static uint64_t fnv1a64(uint64_t h, const char *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* splitmix64's finalizer: FNV-1a's high bits depend weakly on the last
- * bytes, and the XOR of many hashes needs every bit well mixed. */
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t kv_hash(const char *k, size_t kl, const char *v, size_t vl) {
-    char len[4] = {(char)(kl >> 24), (char)(kl >> 16), (char)(kl >> 8), (char)kl};
-    uint64_t h = fnv1a64(0xcbf29ce484222325ull, len, sizeof len);
-    h = fnv1a64(h, k, kl);
-    return mix64(fnv1a64(h, v, vl));
-}
-
 int store_range_checksum(store *s, const store_snapshot *snap, unsigned slot_lo, unsigned slot_hi,
                          uint64_t *xor_out, uint64_t *keys_out) {
     *xor_out = 0;
@@ -247,6 +230,23 @@ int store_range_checksum(store *s, const store_snapshot *snap, unsigned slot_lo,
     }
     int rc = range_close(&r, "store_range_checksum");
     if (rc) return rc;
+    *xor_out = x;
+    if (keys_out) *keys_out = keys;
+    return 0;
+}
+
+/* The digests are the checksum's per-slot terms, kept up to date at every
+ * commit (store.c), so this equals the scan above without reading a key. */
+int store_range_digest(store *s, unsigned slot_lo, unsigned slot_hi, uint64_t *xor_out,
+                       uint64_t *keys_out) {
+    *xor_out = 0;
+    if (keys_out) *keys_out = 0;
+    if (!range_ok(s, NULL, slot_lo, slot_hi) || s->txn.open) return KEEL_EINVAL;
+    uint64_t x = 0, keys = 0;
+    for (unsigned slot = slot_lo; slot <= slot_hi; slot++) {
+        x ^= s->stats[slot].digest;
+        keys += s->stats[slot].keys;
+    }
     *xor_out = x;
     if (keys_out) *keys_out = keys;
     return 0;

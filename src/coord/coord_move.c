@@ -1,0 +1,875 @@
+/* coord_move.c - the move executor; see coord_move.h and docs/moves.md.
+ *
+ * One cmove per move not yet DONE or ABORTED-and-acknowledged. drive() looks
+ * at a move's durable state and sends whatever directive is due; reply
+ * callbacks advance the state and call drive() again, so the fence, verify,
+ * commit and redirect steps follow each other without waiting for a tick.
+ * A 20 ms timer catches everything else: links that came back, timeouts,
+ * cleanups that fell due.
+ */
+#include "coord/coord_move.h"
+#include "coord/coord_int.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/failpoint.h"
+#include "core/log.h"
+#include "net/peerlink.h"
+
+#include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TICK_MS 20
+#define REDIAL_MS 500
+#define RECENT_PAUSES 256
+
+/* One connection per node. */
+typedef struct nlink {
+    char id[KEEL_ID_MAX + 1];
+    peerlink *pl;
+    int ready, dead;
+    unsigned gen; /* +1 each time the link becomes ready */
+    int64_t retry_ms;
+    struct nlink *next;
+} nlink;
+
+typedef struct cmove {
+    mapstore_move rec; /* mirror of the durable record */
+    char phase[24];    /* the destination's last reported phase */
+    uint64_t bytes, keys, lag_bytes, lag_ms, total;
+    double rate_bps;
+    uint64_t budget; /* move_bytes_per_sec for this move; 0 = unlimited */
+    int64_t last_report_ms, started_ms;
+    int out_acked, in_acked;
+    unsigned out_gen, in_gen; /* link generation at the acknowledgement */
+    int busy_s, busy_d;       /* a directive in flight to S / D */
+    int fence_step;           /* 0 none, 1 FENCE sent, 2 VERIFY sent, 3 committing */
+    uint64_t fence_us;        /* when FENCE was sent (monotonic) */
+    int64_t fence_ms;
+    uint64_t f, digest_s, keys_s;
+    int need_commit_s, need_commit_d, need_abort_s, need_abort_d, cleanup_sent;
+    double pause_ms; /* fence sent -> destination serving; < 0 unknown */
+    struct cmove *next;
+} cmove;
+
+typedef struct pause_rec {
+    uint64_t id;
+    double ms;
+} pause_rec;
+
+struct coord_moves_state {
+    coord *co;
+    nlink *links;
+    cmove *moves;
+    uv_timer_t timer;
+    pause_rec pauses[RECENT_PAUSES]; /* write pauses of finished moves */
+    size_t npause;
+    coord_move_counts counts;
+};
+
+typedef struct coord_moves_state cms;
+
+static cms *state_of(coord *co) {
+    return co->mv;
+}
+
+/* ---- Links ------------------------------------------------------------------ */
+
+static void link_ready(void *arg, peerlink *pl);
+static void link_down(void *arg, peerlink *pl, const char *why);
+
+static nlink *link_get(cms *x, const char *id) {
+    for (nlink *l = x->links; l; l = l->next)
+        if (!strcmp(l->id, id)) return l;
+    nlink *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    snprintf(l->id, sizeof l->id, "%s", id);
+    l->next = x->links;
+    x->links = l;
+    return l;
+}
+
+/* The link to node id, dialling it when needed; NULL unless ready. */
+static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
+    nlink *l = link_get(x, id);
+    if (!l) return NULL;
+    if (l->dead) { /* closed here, after hiredis ran its callbacks (link_down) */
+        peerlink_close(l->pl);
+        l->pl = NULL;
+        l->dead = 0;
+    }
+    if (l->pl) return l->ready ? l : NULL;
+    if (now < l->retry_ms) return NULL;
+    mapstore_node n;
+    if (mapstore_node_get(x->co->ms, id, &n) || n.state == MAPSTORE_NODE_REMOVED) return NULL;
+    peerlink_cbs cbs = {.on_ready = link_ready, .on_down = link_down};
+    l->retry_ms = now + REDIAL_MS;
+    l->pl = peerlink_open(x->co->loop, n.host, n.port, COORD_ID, id, &x->co->secret, &cbs, l);
+    return NULL;
+}
+
+static cms *g_cms; /* the link callbacks' way back to the executor */
+
+static void reconcile(cms *x, nlink *l);
+
+static void link_ready(void *arg, peerlink *pl) {
+    nlink *l = arg;
+    l->ready = 1;
+    l->gen++;
+    keel_log(KEEL_LOG_INFO, "node_link_ready", "node=%s addr=%s", l->id, peerlink_addr(pl));
+    if (g_cms) reconcile(g_cms, l);
+}
+
+static void link_down(void *arg, peerlink *pl, const char *why) {
+    nlink *l = arg;
+    if (l->ready) keel_log(KEEL_LOG_WARN, "node_link_lost", "node=%s reason=%s", l->id, why);
+    l->ready = 0;
+    l->dead = 1;
+}
+
+/* ---- Moves ------------------------------------------------------------------ */
+
+static cmove *find(cms *x, uint64_t id) {
+    for (cmove *m = x->moves; m; m = m->next)
+        if (m->rec.id == id) return m;
+    return NULL;
+}
+
+static void remember_pause(cms *x, uint64_t id, double ms) {
+    if (ms < 0) return;
+    x->pauses[x->npause++ % RECENT_PAUSES] = (pause_rec){id, ms};
+}
+
+static double recall_pause(cms *x, uint64_t id) {
+    for (size_t i = 0; i < RECENT_PAUSES && i < x->npause; i++)
+        if (x->pauses[i].id == id) return x->pauses[i].ms;
+    return -1;
+}
+
+static void drop(cms *x, cmove *m) {
+    cmove **pp = &x->moves;
+    while (*pp && *pp != m)
+        pp = &(*pp)->next;
+    if (*pp) *pp = m->next;
+    remember_pause(x, m->rec.id, m->pause_ms);
+    free(m);
+}
+
+static cmove *track(cms *x, const mapstore_move *rec) {
+    cmove *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->rec = *rec;
+    m->pause_ms = -1;
+    m->last_report_ms = m->started_ms = keel_wall_ms();
+    snprintf(m->phase, sizeof m->phase, "planned");
+    cmove **pp = &x->moves; /* keep id order */
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = m;
+    return m;
+}
+
+static int refresh(cms *x, cmove *m) {
+    return mapstore_move_get(x->co->ms, m->rec.id, &m->rec);
+}
+
+static void drive(cms *x, cmove *m);
+
+/* Records the abort durably, then lets drive() tell the nodes. */
+static void abort_move(cms *x, cmove *m, const char *reason) {
+    int64_t now = keel_wall_ms();
+    if (m->rec.state >= MAPSTORE_MOVE_COMMITTED) return; /* only forward after the commit */
+    if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_ABORTED, now, reason)) {
+        keel_log(KEEL_LOG_ERROR, "move_abort_failed", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, mapstore_errmsg(x->co->ms));
+        return;
+    }
+    refresh(x, m);
+    x->counts.aborted_total++;
+    int loud = !strcmp(reason, "checksum-mismatch");
+    keel_log(loud ? KEEL_LOG_ERROR : KEEL_LOG_WARN, "move_aborted",
+             "move=%llu partition=%u from=%s to=%s reason=%s", (unsigned long long)m->rec.id,
+             m->rec.partition, m->rec.from, m->rec.to, reason);
+    m->need_abort_s = m->out_acked || m->busy_s || 1;
+    m->need_abort_d = 1;
+    m->fence_step = 0;
+    drive(x, m);
+}
+
+/* ---- Directive replies --------------------------------------------------------
+ * tag = (move id << 4) | kind. The move may be gone or in another state by
+ * the time a reply arrives; each handler checks. */
+
+enum {
+    K_OUT = 1,
+    K_IN,
+    K_FENCE,
+    K_VERIFY,
+    K_COMMIT_S,
+    K_COMMIT_D,
+    K_ABORT_S,
+    K_ABORT_D,
+    K_CLEANUP,
+    K_RATE,
+    K_STATE
+};
+
+static void *tag_of(uint64_t id, int kind) {
+    return (void *)(uintptr_t)(id << 4 | (uint64_t)kind);
+}
+
+static const char *err_text(redisReply *r) {
+    return !r ? "node-unreachable" : r->type == REDIS_REPLY_ERROR ? r->str : "bad-reply";
+}
+
+static void commit_move(cms *x, cmove *m);
+
+static void on_reply(void *arg, void *tag, redisReply *r) {
+    cms *x = g_cms;
+    nlink *l = arg;
+    if (!x) return;
+    uint64_t id = (uintptr_t)tag >> 4;
+    int kind = (int)((uintptr_t)tag & 15);
+    cmove *m = find(x, id);
+    if (!m) return;
+    int ok_status = r && r->type == REDIS_REPLY_STATUS;
+    int64_t now = keel_wall_ms();
+    switch (kind) {
+    case K_OUT:
+        m->busy_s = 0;
+        if (m->rec.state != MAPSTORE_MOVE_PLANNED) break;
+        if (!ok_status) {
+            abort_move(x, m, r ? "source-refused" : "source-unreachable");
+            if (r)
+                keel_log(KEEL_LOG_WARN, "move_refused", "move=%llu node=%s error=\"%s\"",
+                         (unsigned long long)id, l->id, err_text(r));
+            return;
+        }
+        m->out_acked = 1;
+        m->out_gen = l->gen;
+        break;
+    case K_IN:
+        m->busy_d = 0;
+        if (m->rec.state != MAPSTORE_MOVE_PLANNED) break;
+        if (!ok_status) {
+            if (r)
+                keel_log(KEEL_LOG_WARN, "move_refused", "move=%llu node=%s error=\"%s\"",
+                         (unsigned long long)id, l->id, err_text(r));
+            abort_move(x, m, r ? "destination-refused" : "destination-unreachable");
+            return;
+        }
+        m->in_acked = 1;
+        m->in_gen = l->gen;
+        if (mapstore_move_advance(x->co->ms, id, MAPSTORE_MOVE_COPYING, now, NULL) == 0) {
+            refresh(x, m);
+            m->last_report_ms = now;
+            snprintf(m->phase, sizeof m->phase, "copying");
+        }
+        break;
+    case K_FENCE:
+        m->busy_s = 0;
+        if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != 1) break;
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+            keel_log(KEEL_LOG_WARN, "move_fence_failed", "move=%llu error=\"%s\"",
+                     (unsigned long long)id, err_text(r));
+            abort_move(x, m, "fence-failed");
+            return;
+        }
+        m->f = (uint64_t)r->element[0]->integer;
+        m->digest_s = (uint64_t)r->element[1]->integer;
+        m->keys_s = (uint64_t)r->element[2]->integer;
+        m->fence_step = 2;
+        break;
+    case K_VERIFY:
+        m->busy_d = 0;
+        if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != 2) break;
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            keel_log(KEEL_LOG_WARN, "move_verify_failed", "move=%llu error=\"%s\"",
+                     (unsigned long long)id, err_text(r));
+            abort_move(x, m, "verify-failed");
+            return;
+        }
+        uint64_t dd = (uint64_t)r->element[0]->integer, kd = (uint64_t)r->element[1]->integer;
+        if (dd != m->digest_s || kd != m->keys_s) {
+            keel_log(KEEL_LOG_ERROR, "move_checksum_mismatch",
+                     "move=%llu partition=%u f=%llu source_digest=%016llx source_keys=%llu "
+                     "destination_digest=%016llx destination_keys=%llu",
+                     (unsigned long long)id, m->rec.partition, (unsigned long long)m->f,
+                     (unsigned long long)m->digest_s, (unsigned long long)m->keys_s,
+                     (unsigned long long)dd, (unsigned long long)kd);
+            abort_move(x, m, "checksum-mismatch");
+            return;
+        }
+        m->fence_step = 3;
+        commit_move(x, m);
+        return;
+    case K_COMMIT_D:
+        m->busy_d = 0;
+        if (ok_status) {
+            m->need_commit_d = 0;
+            if (m->pause_ms < 0 && m->fence_us)
+                m->pause_ms = (double)(keel_mono_us() - m->fence_us) / 1000.0;
+        } else if (r) {
+            keel_log(KEEL_LOG_WARN, "move_commit_push_failed", "move=%llu node=%s error=\"%s\"",
+                     (unsigned long long)id, l->id, err_text(r));
+        }
+        break;
+    case K_COMMIT_S:
+        m->busy_s = 0;
+        if (ok_status) m->need_commit_s = 0;
+        break;
+    case K_ABORT_S:
+        m->busy_s = 0;
+        if (ok_status) m->need_abort_s = 0;
+        break;
+    case K_ABORT_D:
+        m->busy_d = 0;
+        if (ok_status) m->need_abort_d = 0;
+        break;
+    case K_CLEANUP:
+        m->busy_s = 0;
+        if (ok_status && m->rec.state == MAPSTORE_MOVE_COMMITTED &&
+            mapstore_move_advance(x->co->ms, id, MAPSTORE_MOVE_DONE, now, NULL) == 0) {
+            keel_log(KEEL_LOG_INFO, "move_done", "move=%llu partition=%u", (unsigned long long)id,
+                     m->rec.partition);
+            drop(x, m);
+            return;
+        }
+        m->cleanup_sent = 0;
+        break;
+    case K_RATE:
+        break;
+    }
+    drive(x, m);
+}
+
+static int send_to(cms *x, cmove *m, const char *node, int kind, int argc, const char **argv,
+                   const size_t *lens) {
+    nlink *l = link_ready_for(x, node, keel_wall_ms());
+    if (!l) return -1;
+    return peerlink_send(l->pl, on_reply, tag_of(m->rec.id, kind), argc, argv, lens) ? -1 : 0;
+}
+
+/* ---- The commit ---------------------------------------------------------------- */
+
+static void commit_move(cms *x, cmove *m) {
+    coord *co = x->co;
+    int64_t now = keel_wall_ms();
+    if (FAILPOINT("move.before_commit") == FP_ERROR) {
+        abort_move(x, m, "failpoint");
+        return;
+    }
+    uint64_t epoch = 0, version = 0;
+    int rc = mapstore_move_commit(co->ms, m->rec.id, now, &epoch, &version);
+    if (rc) {
+        keel_log(KEEL_LOG_ERROR, "move_commit_failed", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
+        abort_move(x, m, "commit-failed");
+        return;
+    }
+    refresh(x, m);
+    x->counts.committed_total++;
+    keel_log(KEEL_LOG_INFO, "move_committed",
+             "move=%llu partition=%u from=%s to=%s epoch=%llu version=%llu keys=%llu",
+             (unsigned long long)m->rec.id, m->rec.partition, m->rec.from, m->rec.to,
+             (unsigned long long)epoch, (unsigned long long)version, (unsigned long long)m->keys_s);
+    FAILPOINT("move.after_commit");
+    m->need_commit_d = m->need_commit_s = 1;
+    m->busy_s = m->busy_d = 0;
+    drive(x, m);
+}
+
+/* ---- Drive --------------------------------------------------------------------- */
+
+static void num(char *buf, size_t cap, uint64_t v) {
+    snprintf(buf, cap, "%llu", (unsigned long long)v);
+}
+
+static int node_is_up(cms *x, const char *id) {
+    mapstore_node n;
+    return mapstore_node_get(x->co->ms, id, &n) == 0 &&
+           (n.state == MAPSTORE_NODE_UP || n.state == MAPSTORE_NODE_DRAINING);
+}
+
+/* Concurrency: may a PLANNED move start now? */
+static int may_start(cms *x, cmove *m) {
+    coord *co = x->co;
+    mapstore_setting ps;
+    if (mapstore_setting_get(co->ms, "paused", &ps) == 0) return 0;
+    long long max_in = coord_setting_ll(co, "max_moves_in_per_node");
+    long long max_out = coord_setting_ll(co, "max_moves_out_per_node");
+    long long max_all = coord_setting_ll(co, "max_moves_cluster");
+    if (max_all <= 0) {
+        mapstore_node *nodes = NULL;
+        size_t nn = 0, up = 0;
+        if (mapstore_node_list(co->ms, &nodes, &nn) == 0)
+            for (size_t i = 0; i < nn; i++)
+                up +=
+                    nodes[i].state == MAPSTORE_NODE_UP || nodes[i].state == MAPSTORE_NODE_DRAINING;
+        free(nodes);
+        max_all = up / 2 > 1 ? (long long)(up / 2) : 1;
+    }
+    long long all = 0, in = 0, out = 0;
+    for (cmove *o = x->moves; o; o = o->next) {
+        int active =
+            (o->rec.state > MAPSTORE_MOVE_PLANNED && o->rec.state < MAPSTORE_MOVE_COMMITTED) ||
+            (o->rec.state == MAPSTORE_MOVE_PLANNED && (o->out_acked || o->busy_s));
+        if (!active || o == m) continue;
+        all++;
+        in += !strcmp(o->rec.to, m->rec.to);
+        out += !strcmp(o->rec.from, m->rec.from);
+    }
+    return all < max_all && in < max_in && out < max_out;
+}
+
+static void drive(cms *x, cmove *m) {
+    coord *co = x->co;
+    int64_t now = keel_wall_ms();
+    char id[24], p[24], e[24], t[24], rate[24];
+    num(id, sizeof id, m->rec.id);
+    num(p, sizeof p, m->rec.partition);
+    num(e, sizeof e, m->rec.epoch);
+    num(t, sizeof t, co->term);
+    switch (m->rec.state) {
+    case MAPSTORE_MOVE_PLANNED:
+        if (!node_is_up(x, m->rec.from) || !node_is_up(x, m->rec.to)) {
+            if (now - m->started_ms > coord_setting_ll(co, "move_stall_timeout_ms"))
+                abort_move(x, m, "node-unavailable");
+            return;
+        }
+        if (!m->out_acked && !m->busy_s) {
+            if (!may_start(x, m)) return;
+            num(rate, sizeof rate, m->budget);
+            const char *argv[] = {"KEEL.MOVE.OUT", t, id, p, e, m->rec.to, rate};
+            if (send_to(x, m, m->rec.from, K_OUT, 7, argv, NULL) == 0) {
+                m->busy_s = 1;
+                m->started_ms = now;
+            }
+        } else if (m->out_acked && !m->in_acked && !m->busy_d) {
+            mapstore_node src;
+            if (mapstore_node_get(co->ms, m->rec.from, &src)) return;
+            char port[16];
+            snprintf(port, sizeof port, "%d", src.port);
+            const char *argv[] = {"KEEL.MOVE.IN", t, id, p, e, m->rec.from, src.host, port};
+            if (send_to(x, m, m->rec.to, K_IN, 8, argv, NULL) == 0) m->busy_d = 1;
+        }
+        return;
+    case MAPSTORE_MOVE_COPYING:
+    case MAPSTORE_MOVE_CATCHING_UP:
+        if (!node_is_up(x, m->rec.from) || !node_is_up(x, m->rec.to)) {
+            abort_move(x, m, "node-lost");
+            return;
+        }
+        if (now - m->last_report_ms > coord_setting_ll(co, "move_stall_timeout_ms"))
+            abort_move(x, m, "stalled");
+        return;
+    case MAPSTORE_MOVE_FENCED:
+        if (m->fence_step == 0) { /* fenced before a restart of ours: cannot resume */
+            abort_move(x, m, "coordinator-restart");
+            return;
+        }
+        if (now - m->fence_ms > coord_setting_ll(co, "fence_timeout_ms")) {
+            abort_move(x, m, "fence-timeout");
+            return;
+        }
+        if (m->fence_step == 1 && !m->busy_s) {
+            const char *argv[] = {"KEEL.MOVE.FENCE", t, id};
+            if (send_to(x, m, m->rec.from, K_FENCE, 3, argv, NULL) == 0) {
+                m->busy_s = 1;
+                m->fence_us = keel_mono_us();
+            }
+        } else if (m->fence_step == 2 && !m->busy_d) {
+            char f[24];
+            num(f, sizeof f, m->f);
+            const char *argv[] = {"KEEL.MOVE.VERIFY", t, id, f};
+            if (send_to(x, m, m->rec.to, K_VERIFY, 4, argv, NULL) == 0) m->busy_d = 1;
+        }
+        return;
+    case MAPSTORE_MOVE_COMMITTED: {
+        if (m->need_commit_d || m->need_commit_s) {
+            const kbuf *map = coord_map_json(co);
+            if (!map) return;
+            const char *argv[] = {"KEEL.MOVE.COMMIT", t, id, map->p};
+            size_t lens[] = {16, strlen(t), strlen(id), map->len};
+            /* D first: the source's held requests are about to be sent there. */
+            if (m->need_commit_d && !m->busy_d &&
+                send_to(x, m, m->rec.to, K_COMMIT_D, 4, argv, lens) == 0)
+                m->busy_d = 1;
+            if (m->need_commit_s && !m->busy_s &&
+                send_to(x, m, m->rec.from, K_COMMIT_S, 4, argv, lens) == 0)
+                m->busy_s = 1;
+            return;
+        }
+        int64_t due =
+            m->rec.at_ms[MAPSTORE_MOVE_COMMITTED] + coord_setting_ll(co, "cleanup_after_s") * 1000;
+        if (now < due || m->busy_s || m->cleanup_sent) return;
+        mapstore_node src;
+        if (mapstore_node_get(co->ms, m->rec.from, &src) == 0 &&
+            src.state == MAPSTORE_NODE_REMOVED) { /* nothing left to clean */
+            if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_DONE, now, NULL) == 0)
+                drop(x, m);
+            return;
+        }
+        const char *argv[] = {"KEEL.MOVE.CLEANUP", t, id, p};
+        if (send_to(x, m, m->rec.from, K_CLEANUP, 4, argv, NULL) == 0)
+            m->busy_s = m->cleanup_sent = 1;
+        return;
+    }
+    case MAPSTORE_MOVE_ABORTED: {
+        const char *argv[] = {"KEEL.MOVE.ABORT", t, id, p};
+        if (m->need_abort_s && !m->busy_s &&
+            send_to(x, m, m->rec.from, K_ABORT_S, 4, argv, NULL) == 0)
+            m->busy_s = 1;
+        if (m->need_abort_d && !m->busy_d &&
+            send_to(x, m, m->rec.to, K_ABORT_D, 4, argv, NULL) == 0)
+            m->busy_d = 1;
+        mapstore_node a, b;
+        /* A node that was removed can never acknowledge. */
+        if (mapstore_node_get(co->ms, m->rec.from, &a) == 0 && a.state == MAPSTORE_NODE_REMOVED)
+            m->need_abort_s = 0;
+        if (mapstore_node_get(co->ms, m->rec.to, &b) == 0 && b.state == MAPSTORE_NODE_REMOVED)
+            m->need_abort_d = 0;
+        if (!m->need_abort_s && !m->need_abort_d && !m->busy_s && !m->busy_d) drop(x, m);
+        return;
+    }
+    default:
+        drop(x, m);
+        return;
+    }
+}
+
+static void start_fence(cms *x, cmove *m) {
+    int64_t now = keel_wall_ms();
+    if (m->rec.state != MAPSTORE_MOVE_CATCHING_UP || m->fence_step) return;
+    if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_FENCED, now, NULL)) return;
+    refresh(x, m);
+    m->fence_step = 1;
+    m->fence_ms = now;
+    drive(x, m);
+}
+
+/* ---- Node restarts ----------------------------------------------------------------- */
+
+static void on_state(void *arg, void *tag, redisReply *r) {
+    cms *x = g_cms;
+    nlink *l = arg;
+    if (!x || !r || r->type != REDIS_REPLY_ARRAY) return;
+    unsigned gen = (unsigned)(uintptr_t)tag;
+    /* Moves this node had taken up on an earlier connection must still be
+     * live there; if not, it restarted and lost them. */
+    for (cmove *m = x->moves, *next; m; m = next) {
+        next = m->next;
+        if (m->rec.state >= MAPSTORE_MOVE_COMMITTED) continue;
+        int is_s = !strcmp(m->rec.from, l->id) && m->out_acked && m->out_gen < gen;
+        int is_d = !strcmp(m->rec.to, l->id) && m->in_acked && m->in_gen < gen;
+        if (!is_s && !is_d) continue;
+        int live = 0;
+        for (size_t i = 0; i < r->elements; i++) {
+            redisReply *e = r->element[i];
+            if (e->type == REDIS_REPLY_ARRAY && e->elements == 4 &&
+                (uint64_t)e->element[2]->integer == m->rec.id && e->element[3]->integer)
+                live = 1;
+        }
+        if (!live) abort_move(x, m, "node-restarted");
+    }
+    /* Records of moves that ended while the node was away. */
+    char t[24];
+    num(t, sizeof t, x->co->term);
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 4) continue;
+        uint64_t mid = (uint64_t)e->element[2]->integer;
+        if (find(x, mid)) continue;
+        mapstore_move rec;
+        char id[24], p[24];
+        num(id, sizeof id, mid);
+        num(p, sizeof p, (uint64_t)e->element[0]->integer);
+        int known = mapstore_move_get(x->co->ms, mid, &rec) == 0;
+        const char *st = e->element[1]->str ? e->element[1]->str : "";
+        if (known && rec.state == MAPSTORE_MOVE_DONE && !strcmp(st, "RETIRED")) {
+            const char *argv[] = {"KEEL.MOVE.CLEANUP", t, id, p};
+            peerlink_send(l->pl, NULL, NULL, 4, argv, NULL);
+        } else if (!known || rec.state == MAPSTORE_MOVE_ABORTED) {
+            const char *argv[] = {"KEEL.MOVE.ABORT", t, id, p};
+            peerlink_send(l->pl, NULL, NULL, 4, argv, NULL);
+        }
+    }
+}
+
+static void reconcile(cms *x, nlink *l) {
+    char t[24];
+    num(t, sizeof t, x->co->term);
+    const char *argv[] = {"KEEL.MOVE.STATE", t};
+    peerlink_send(l->pl, on_state, (void *)(uintptr_t)l->gen, 2, argv, NULL);
+}
+
+/* ---- Reports from destinations -------------------------------------------------------- */
+
+void coord_move_report(coord *co, const char *from, int argc, char **argv) {
+    cms *x = state_of(co);
+    if (!x || argc < 8) return;
+    cmove *m = find(x, strtoull(argv[1], NULL, 10));
+    if (!m || strcmp(m->rec.to, from) != 0) return; /* only D reports, about its own move */
+    int64_t now = keel_wall_ms();
+    const char *phase = argv[2];
+    m->last_report_ms = now;
+    snprintf(m->phase, sizeof m->phase, "%s", phase);
+    m->bytes = strtoull(argv[3], NULL, 10);
+    m->keys = strtoull(argv[4], NULL, 10);
+    m->lag_bytes = strtoull(argv[5], NULL, 10);
+    m->lag_ms = strtoull(argv[6], NULL, 10);
+    m->rate_bps = strtod(argv[7], NULL);
+    const char *reason = argc > 8 && argv[8][0] ? argv[8] : NULL;
+    if (m->rec.state >= MAPSTORE_MOVE_FENCED) return;
+    if (!strcmp(phase, "failed")) {
+        abort_move(x, m, reason ? reason : "destination-failed");
+        return;
+    }
+    if (!strcmp(phase, "non-converging")) {
+        uint64_t max = (uint64_t)coord_setting_ll(co, "move_bytes_per_sec_max");
+        if (m->budget && m->budget < max) {
+            uint64_t nb = m->budget * 2 < max ? m->budget * 2 : max;
+            keel_log(KEEL_LOG_WARN, "move_budget_raised", "move=%llu from=%llu to=%llu",
+                     (unsigned long long)m->rec.id, (unsigned long long)m->budget,
+                     (unsigned long long)nb);
+            m->budget = nb;
+            char t[24], id[24], r[24];
+            num(t, sizeof t, co->term);
+            num(id, sizeof id, m->rec.id);
+            num(r, sizeof r, nb);
+            const char *av[] = {"KEEL.MOVE.RATE", t, id, r};
+            send_to(x, m, m->rec.from, K_RATE, 4, av, NULL);
+            return;
+        }
+        abort_move(x, m, "non-converging");
+        return;
+    }
+    if (m->rec.state == MAPSTORE_MOVE_COPYING && strcmp(phase, "copying") != 0) {
+        if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, now, NULL) == 0)
+            refresh(x, m);
+    }
+    mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes);
+    if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP &&
+        (!strcmp(phase, "caught-up") ||
+         m->lag_bytes <= (uint64_t)coord_setting_ll(co, "fence_lag_bytes")))
+        start_fence(x, m);
+}
+
+/* ---- Operator entry points ------------------------------------------------------------- */
+
+int coord_move_create(coord *co, unsigned p, const char *to, const char *reason, uint64_t *id,
+                      char *err, size_t cap) {
+    cms *x = state_of(co);
+    mapstore_partition part;
+    mapstore_node n;
+    if (p >= co->partitions)
+        return snprintf(err, cap, "partition %u out of range (0..%u)", p, co->partitions - 1),
+               KEEL_ERANGE;
+    if (mapstore_partition_get(co->ms, p, &part) || !part.owner[0])
+        return snprintf(err, cap, "partition %u has no owner yet", p), KEEL_EINVAL;
+    if (mapstore_node_get(co->ms, to, &n))
+        return snprintf(err, cap, "no node %s", to), KEEL_ENOTFOUND;
+    if (n.state != MAPSTORE_NODE_UP)
+        return snprintf(err, cap, "node %s is %s, not UP", to, mapstore_node_state_name(n.state)),
+               KEEL_EINVAL;
+    if (!strcmp(part.owner, to))
+        return snprintf(err, cap, "node %s already owns partition %u", to, p), KEEL_EINVAL;
+    if (!node_is_up(x, part.owner))
+        return snprintf(err, cap, "the owner %s of partition %u is not UP", part.owner, p),
+               KEEL_EINVAL;
+    for (cmove *m = x->moves; m; m = m->next)
+        if (m->rec.partition == p)
+            return snprintf(err, cap, "partition %u already has move %llu (%s)", p,
+                            (unsigned long long)m->rec.id, mapstore_move_state_name(m->rec.state)),
+                   KEEL_EEXIST;
+    uint64_t mid;
+    int rc = mapstore_move_create(co->ms, p, to, reason, keel_wall_ms(), &mid);
+    if (rc) return snprintf(err, cap, "%s", mapstore_errmsg(co->ms)), rc;
+    mapstore_move rec;
+    if (mapstore_move_get(co->ms, mid, &rec))
+        return snprintf(err, cap, "lost the new move"), KEEL_EIO;
+    cmove *m = track(x, &rec);
+    if (!m) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
+    m->budget = (uint64_t)coord_setting_ll(co, "move_bytes_per_sec");
+    m->total = co->parts[p].bytes;
+    x->counts.started_total++;
+    keel_log(KEEL_LOG_INFO, "move_planned", "move=%llu partition=%u from=%s to=%s reason=%s",
+             (unsigned long long)mid, p, rec.from, to, reason ? reason : "");
+    *id = mid;
+    drive(x, m);
+    return 0;
+}
+
+int coord_move_cancel(coord *co, uint64_t id, char *err, size_t cap) {
+    cms *x = state_of(co);
+    cmove *m = find(x, id);
+    mapstore_move rec;
+    if (!m) {
+        if (mapstore_move_get(co->ms, id, &rec))
+            return snprintf(err, cap, "no move %llu", (unsigned long long)id), KEEL_ENOTFOUND;
+        return snprintf(err, cap, "move %llu already ended (%s)", (unsigned long long)id,
+                        mapstore_move_state_name(rec.state)),
+               KEEL_EINVAL;
+    }
+    if (m->rec.state >= MAPSTORE_MOVE_COMMITTED)
+        return snprintf(err, cap, "move %llu is %s: after the commit a move only goes forward",
+                        (unsigned long long)id, mapstore_move_state_name(m->rec.state)),
+               KEEL_EINVAL;
+    abort_move(x, m, "cancelled");
+    return 0;
+}
+
+/* ---- Views ---------------------------------------------------------------------------- */
+
+static void move_json(cms *x, cJSON *o, const mapstore_move *r, const cmove *m, int64_t now) {
+    cJSON_AddNumberToObject(o, "id", (double)r->id);
+    cJSON_AddNumberToObject(o, "partition", r->partition);
+    cJSON_AddStringToObject(o, "from", r->from);
+    cJSON_AddStringToObject(o, "to", r->to);
+    cJSON_AddStringToObject(o, "state", mapstore_move_state_name(r->state));
+    cJSON_AddStringToObject(o, "phase", m ? m->phase : "");
+    uint64_t bytes = m && m->bytes > r->bytes ? m->bytes : r->bytes;
+    cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+    cJSON_AddNumberToObject(o, "total_bytes", m ? (double)m->total : 0);
+    cJSON_AddNumberToObject(o, "keys", m ? (double)m->keys : 0);
+    cJSON_AddNumberToObject(o, "rate_bps", m ? m->rate_bps : 0);
+    cJSON_AddNumberToObject(o, "lag_bytes", m ? (double)m->lag_bytes : 0);
+    cJSON_AddNumberToObject(o, "lag_ms", m ? (double)m->lag_ms : 0);
+    double eta = -1;
+    if (m && m->rate_bps > 0 && r->state < MAPSTORE_MOVE_FENCED) {
+        double left = m->total > bytes ? (double)(m->total - bytes) : 0;
+        eta = (left + (double)m->lag_bytes) / m->rate_bps;
+    }
+    if (eta >= 0)
+        cJSON_AddNumberToObject(o, "eta_s", eta);
+    else
+        cJSON_AddNullToObject(o, "eta_s");
+    double pause = m ? m->pause_ms : recall_pause(x, r->id);
+    if (pause >= 0)
+        cJSON_AddNumberToObject(o, "write_pause_ms", pause);
+    else
+        cJSON_AddNullToObject(o, "write_pause_ms");
+    cJSON_AddStringToObject(o, "reason",
+                            r->state == MAPSTORE_MOVE_ABORTED ? r->abort_reason : r->reason);
+    cJSON_AddStringToObject(o, "planned_because", r->reason);
+    int64_t start = r->at_ms[MAPSTORE_MOVE_PLANNED];
+    int64_t end = r->state == MAPSTORE_MOVE_DONE      ? r->at_ms[MAPSTORE_MOVE_DONE]
+                  : r->state == MAPSTORE_MOVE_ABORTED ? r->at_ms[MAPSTORE_MOVE_ABORTED]
+                                                      : now;
+    cJSON_AddNumberToObject(o, "age_s", (double)(end - start) / 1000.0);
+    if (r->at_ms[MAPSTORE_MOVE_COMMITTED])
+        cJSON_AddNumberToObject(o, "time_to_commit_s",
+                                (double)(r->at_ms[MAPSTORE_MOVE_COMMITTED] - start) / 1000.0);
+    cJSON_AddNumberToObject(o, "planned_at_ms", (double)start);
+}
+
+void coord_moves_json(coord *co, cJSON *arr, size_t recent) {
+    cms *x = state_of(co);
+    int64_t now = keel_wall_ms();
+    mapstore_move *all = NULL;
+    size_t n = 0;
+    if (mapstore_move_list(co->ms, 0, &all, &n)) return;
+    size_t finished = 0, skip;
+    for (size_t i = 0; i < n; i++)
+        finished += !find(x, all[i].id);
+    skip = finished > recent ? finished - recent : 0;
+    for (size_t i = 0; i < n; i++) {
+        const cmove *m = find(x, all[i].id);
+        if (!m && skip) {
+            skip--;
+            continue;
+        }
+        cJSON *o = cJSON_CreateObject();
+        move_json(x, o, m ? &m->rec : &all[i], m, now);
+        cJSON_AddItemToArray(arr, o);
+    }
+    free(all);
+}
+
+void coord_moves_counts(coord *co, coord_move_counts *out) {
+    cms *x = state_of(co);
+    memset(out, 0, sizeof *out);
+    if (!x) return;
+    *out = x->counts;
+    out->in_flight = out->queued = out->committed_pending_cleanup = 0;
+    out->oldest_age_s = 0;
+    int64_t now = keel_wall_ms();
+    for (cmove *m = x->moves; m; m = m->next) {
+        if (m->rec.state == MAPSTORE_MOVE_PLANNED && !m->out_acked && !m->busy_s)
+            out->queued++;
+        else if (m->rec.state < MAPSTORE_MOVE_COMMITTED)
+            out->in_flight++;
+        else if (m->rec.state == MAPSTORE_MOVE_COMMITTED)
+            out->committed_pending_cleanup++;
+        if (m->rec.state < MAPSTORE_MOVE_COMMITTED) {
+            double age = (double)(now - m->rec.at_ms[MAPSTORE_MOVE_PLANNED]) / 1000.0;
+            if (age > out->oldest_age_s) out->oldest_age_s = age;
+        }
+    }
+}
+
+/* ---- Life cycle ------------------------------------------------------------------------ */
+
+static void on_tick(uv_timer_t *t) {
+    cms *x = t->data;
+    for (cmove *m = x->moves, *next; m; m = next) {
+        next = m->next;
+        drive(x, m);
+    }
+    /* Keep links to nodes with pending work warm; dial lazily otherwise. */
+}
+
+int coord_moves_start(coord *co) {
+    cms *x = calloc(1, sizeof *x);
+    if (!x) return KEEL_ENOMEM;
+    x->co = co;
+    co->mv = x;
+    g_cms = x;
+    mapstore_move *list = NULL;
+    size_t n = 0;
+    int rc = mapstore_move_list(co->ms, 1, &list, &n);
+    if (rc) return rc;
+    int64_t now = keel_wall_ms();
+    for (size_t i = 0; i < n; i++) {
+        cmove *m = track(x, &list[i]);
+        if (!m) continue;
+        m->budget = (uint64_t)coord_setting_ll(co, "move_bytes_per_sec");
+        if (list[i].state < MAPSTORE_MOVE_COMMITTED) {
+            /* Its in-memory half (capture, copy, fence position) died with
+             * the previous coordinator: abort, durably, then tell both. */
+            abort_move(x, m, "coordinator-restart");
+        } else {
+            keel_log(KEEL_LOG_INFO, "move_resumed", "move=%llu partition=%u state=%s",
+                     (unsigned long long)list[i].id, list[i].partition,
+                     mapstore_move_state_name(list[i].state));
+            m->need_commit_d = m->need_commit_s = 1;
+        }
+    }
+    free(list);
+    (void)now;
+    uv_timer_init(co->loop, &x->timer);
+    x->timer.data = x;
+    uv_timer_start(&x->timer, on_tick, TICK_MS, TICK_MS);
+    return 0;
+}
+
+void coord_moves_stop(coord *co) {
+    cms *x = state_of(co);
+    if (!x || !g_cms) return;
+    g_cms = NULL;
+    uv_timer_stop(&x->timer);
+    uv_close((uv_handle_t *)&x->timer, NULL);
+    for (nlink *l = x->links, *next; l; l = next) {
+        next = l->next;
+        peerlink_close(l->pl);
+        free(l);
+    }
+    x->links = NULL;
+    while (x->moves) {
+        cmove *m = x->moves;
+        x->moves = m->next;
+        free(m);
+    }
+}

@@ -1,0 +1,70 @@
+/* coord_move.h - the coordinator's move executor (DESIGN.md §6, §7;
+ * docs/moves.md).
+ *
+ * The executor owns every move from PLANNED to DONE or ABORTED. Its durable
+ * truth is the map store's move records; in memory it keeps what it needs to
+ * drive them: progress from the destination's reports, the directives each
+ * node still has to acknowledge, and timings.
+ *
+ * It reaches each node over a connection of its own (net/peerlink,
+ * authenticated as "coordinator") and pushes directives that carry the
+ * coordinator's term: KEEL.MOVE.OUT/IN to start, FENCE, VERIFY, COMMIT,
+ * ABORT, CLEANUP, RATE and STATE (to settle what a node restart left). The
+ * fence-to-commit path is driven by replies, never by a timer tick.
+ *
+ * Rules it keeps:
+ *  - a move commits only through mapstore_move_commit, after the source's and
+ *    the destination's digests at the fence position are equal;
+ *  - an abort is recorded durably before any node hears of it, and a
+ *    committed move only goes forward;
+ *  - directives are repeated until acknowledged (nodes treat repeats as
+ *    no-ops), so a node that was away settles when it returns;
+ *  - a restarted coordinator aborts every move it finds before COMMITTED and
+ *    finishes every COMMITTED one.
+ *
+ * Threads: the coordinator's loop thread.
+ */
+#ifndef KEEL_COORD_MOVE_H
+#define KEEL_COORD_MOVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+
+typedef struct coord coord;
+typedef struct cJSON cJSON;
+
+/* Loads unfinished moves (aborting or finishing them, see above) and starts
+ * the executor's timer. Returns 0 or a negative KEEL_E*. */
+int coord_moves_start(coord *co);
+/* Closes node connections and frees; records stay in the map store. */
+void coord_moves_stop(coord *co);
+
+/* Plans a move of partition p to node `to` (operator or planner). Checks: p
+ * in range and owned, `to` a known node that is UP and not the owner, no
+ * move in flight for p. Returns 0 with *id, or a negative KEEL_E* with a
+ * one-line reason in err. */
+int coord_move_create(coord *co, unsigned p, const char *to, const char *reason, uint64_t *id,
+                      char *err, size_t cap);
+/* Cancels a move that has not committed: aborts it with reason "cancelled".
+ * KEEL_ENOTFOUND (no such move), KEEL_EINVAL (already committed or ended). */
+int coord_move_cancel(coord *co, uint64_t id, char *err, size_t cap);
+
+/* KEEL.MOVE.REPORT from node `from`: argv[1..] = move phase bytes keys
+ * lag-bytes lag-ms rate reason. */
+void coord_move_report(coord *co, const char *from, int argc, char **argv);
+
+/* Appends the moves in flight and the most recent finished ones (up to
+ * `recent`), newest last, as JSON objects to arr. */
+void coord_moves_json(coord *co, cJSON *arr, size_t recent);
+/* Counts for /metrics and STATUS. */
+typedef struct coord_move_counts {
+    unsigned in_flight, queued, committed_pending_cleanup;
+    double oldest_age_s;
+    uint64_t started_total, committed_total, aborted_total;
+    double last_pause_ms, max_pause_ms;
+} coord_move_counts;
+void coord_moves_counts(coord *co, coord_move_counts *out);
+
+#endif

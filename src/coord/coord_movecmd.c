@@ -1,0 +1,125 @@
+/* coord_movecmd.c - the operator's move commands (admin-authenticated):
+ *
+ *   MOVE <partition> <node> [JSON]   plans a move; replies its id
+ *                                    (JSON: {"id": N})
+ *   CANCEL <move>                    aborts a move that has not committed
+ *   MOVES [JSON] [ALL]               moves in flight and the 20 most recent
+ *                                    finished ones (ALL: every finished one)
+ *
+ * The executor (coord_move.c) does the work; these only parse and render.
+ */
+#include "coord/coord_int.h"
+#include "coord/coord_move.h"
+#include "core/err.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define RECENT 20
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    if (!s[0] || s[0] == '-') return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end) return -1;
+    *out = v;
+    return 0;
+}
+
+void coord_c_move(cctx *x) {
+    uint64_t p;
+    char err[320], msg[360];
+    if (parse_u64(x->argv[1], &p) || p > 0xffffffffu) {
+        snprintf(msg, sizeof msg, "ERR partition must be a number, got '%.64s'", x->argv[1]);
+        coord_reply_err(x, msg);
+        return;
+    }
+    if (x->argc == 4 && strcasecmp(x->argv[3], "json")) {
+        coord_reply_err(x, "ERR syntax: MOVE <partition> <node> [JSON]");
+        return;
+    }
+    uint64_t id;
+    if (coord_move_create(x->co, (unsigned)p, x->argv[2], "operator", &id, err, sizeof err)) {
+        snprintf(msg, sizeof msg, "ERR %s", err);
+        coord_reply_err(x, msg);
+        return;
+    }
+    if (coord_want_json(x)) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", (double)id);
+        coord_reply_json(x, o);
+    } else {
+        resp_w_int(&x->c->out, (long long)id);
+    }
+}
+
+void coord_c_cancel(cctx *x) {
+    uint64_t id;
+    char err[320], msg[360];
+    if (parse_u64(x->argv[1], &id)) {
+        snprintf(msg, sizeof msg, "ERR move id must be a number, got '%.64s'", x->argv[1]);
+        coord_reply_err(x, msg);
+        return;
+    }
+    if (coord_move_cancel(x->co, id, err, sizeof err)) {
+        snprintf(msg, sizeof msg, "ERR %s", err);
+        coord_reply_err(x, msg);
+        return;
+    }
+    resp_w_simple(&x->c->out, "OK");
+}
+
+static void human_bytes(char *out, size_t cap, double b) {
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4)
+        b /= 1024, i++;
+    snprintf(out, cap, i ? "%.1f%s" : "%.0f%s", b, u[i]);
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static const char *str(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+void coord_c_moves(cctx *x) {
+    int all = 0;
+    for (int i = 1; i < x->argc; i++) {
+        if (!strcasecmp(x->argv[i], "all"))
+            all = 1;
+        else if (strcasecmp(x->argv[i], "json")) {
+            coord_reply_err(x, "ERR syntax: MOVES [JSON] [ALL]");
+            return;
+        }
+    }
+    cJSON *arr = cJSON_CreateArray();
+    coord_moves_json(x->co, arr, all ? (size_t)-1 : RECENT);
+    kbuf b;
+    kbuf_init(&b);
+    kbuf_printf(&b, "%-6s %-6s %-12s %-12s %-11s %-12s %10s %11s %10s %7s %9s %s\n", "ID", "PART",
+                "FROM", "TO", "STATE", "PHASE", "BYTES", "RATE", "LAG", "ETA", "PAUSE", "REASON");
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr) {
+        char bytes[24], rate[24], lag[24], eta[16], pause[16];
+        human_bytes(bytes, sizeof bytes, num(o, "bytes"));
+        human_bytes(rate, sizeof rate, num(o, "rate_bps"));
+        strcat(rate, "/s");
+        human_bytes(lag, sizeof lag, num(o, "lag_bytes"));
+        double e = num(o, "eta_s"), p = num(o, "write_pause_ms");
+        snprintf(eta, sizeof eta, e >= 0 ? "%.1fs" : "-", e);
+        snprintf(pause, sizeof pause, p >= 0 ? "%.1fms" : "-", p);
+        kbuf_printf(&b, "%-6.0f %-6.0f %-12.12s %-12.12s %-11s %-12s %10s %11s %10s %7s %9s %s\n",
+                    num(o, "id"), num(o, "partition"), str(o, "from"), str(o, "to"),
+                    str(o, "state"), str(o, "phase"), bytes, rate, lag, eta, pause,
+                    str(o, "reason"));
+    }
+    coord_reply_view(x, arr, &b);
+}

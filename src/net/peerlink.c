@@ -1,0 +1,199 @@
+/* peerlink.c - see peerlink.h.
+ *
+ *   DIAL --connected--> HELLO --challenge proven--> PROOF --+OK--> READY
+ *     any failure, error reply or disconnect -----------------------> DOWN
+ *
+ * The struct lives until both the owner has closed it and hiredis has let go
+ * of the context (refs), so no hiredis callback ever sees freed memory.
+ */
+#include "net/peerlink.h"
+#include "core/err.h"
+#include "core/log.h"
+
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { S_DIAL, S_HELLO, S_PROOF, S_READY, S_DOWN } link_state;
+
+struct peerlink {
+    redisAsyncContext *ac;
+    peerauth *pa;
+    peerauth_secret secret;
+    char self_id[PEERAUTH_ID_MAX + 1], expect[PEERAUTH_ID_MAX + 1], addr[300];
+    peerlink_cbs cbs;
+    void *arg;
+    link_state state;
+    int closed; /* by the owner: no more callbacks */
+    int refs;   /* the owner, the hiredis context while attached, each command in flight */
+};
+
+/* One command in flight; holds a reference on its link. */
+typedef struct pending {
+    peerlink *l;
+    peerlink_reply_fn cb;
+    void *tag;
+} pending;
+
+static void unref(peerlink *l) {
+    if (--l->refs > 0) return;
+    peerauth_free(l->pa);
+    peerauth_secret_wipe(&l->secret);
+    free(l);
+}
+
+/* Lets go of the hiredis context now: its pending callbacks run with NULL
+ * (possibly later, if we are inside one of its callbacks) and it never calls
+ * back into this link again. */
+static void drop_ac(peerlink *l) {
+    redisAsyncContext *ac = l->ac;
+    if (!ac) return;
+    l->ac = NULL;
+    ac->data = NULL;
+    redisAsyncFree(ac);
+    unref(l);
+}
+
+static void go_down(peerlink *l, const char *why) {
+    if (l->state == S_DOWN) return;
+    l->state = S_DOWN;
+    drop_ac(l);
+    if (!l->closed && l->cbs.on_down) l->cbs.on_down(l->arg, l, why);
+}
+
+static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
+    peerlink *l = ac->data;
+    redisReply *r = reply;
+    if (!l || l->state != S_PROOF) return;
+    if (!r || r->type != REDIS_REPLY_STATUS) {
+        go_down(l, r && r->type == REDIS_REPLY_ERROR ? r->str : "auth-refused");
+        return;
+    }
+    l->state = S_READY;
+    if (!l->closed && l->cbs.on_ready) l->cbs.on_ready(l->arg, l);
+}
+
+static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
+    peerlink *l = ac->data;
+    redisReply *r = reply;
+    if (!l || l->state != S_HELLO) return;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+        go_down(l, r && r->type == REDIS_REPLY_ERROR ? r->str : "auth-refused");
+        return;
+    }
+    redisReply **e = r->element;
+    peerauth_proof proof;
+    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
+        e[2]->type != REDIS_REPLY_STRING ||
+        peerauth_client_challenge(l->pa, e[0]->str, e[0]->len, e[1]->str, e[1]->len, e[2]->str,
+                                  e[2]->len, &proof)) {
+        go_down(l, "peer-not-proven");
+        return;
+    }
+    if (l->expect[0] && strcmp(peerauth_peer_id(l->pa), l->expect) != 0) {
+        keel_log(KEEL_LOG_WARN, "peer_unexpected", "addr=%s expected=%s proved=%s", l->addr,
+                 l->expect, peerauth_peer_id(l->pa));
+        go_down(l, "unexpected-peer-id");
+        return;
+    }
+    const char *argv[] = {"KEEL.AUTH", "PROOF", proof.proof};
+    l->state = S_PROOF;
+    redisAsyncCommandArgv(ac, on_proof, NULL, 3, argv, NULL);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    peerlink *l = ac->data;
+    if (!l) return;
+    if (status != REDIS_OK) { /* hiredis frees the context after this */
+        ((redisAsyncContext *)ac)->data = NULL;
+        l->ac = NULL;
+        go_down(l, "connect-failed");
+        unref(l);
+        return;
+    }
+    peerauth_hello h;
+    if (!(l->pa = peerauth_new(PEERAUTH_CLIENT, l->self_id, &l->secret)) ||
+        peerauth_client_hello(l->pa, &h)) {
+        go_down(l, "auth-setup");
+        return;
+    }
+    const char *argv[] = {"KEEL.AUTH", "HELLO", h.id, h.nonce};
+    l->state = S_HELLO;
+    redisAsyncCommandArgv(l->ac, on_challenge, NULL, 4, argv, NULL);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    peerlink *l = ac->data;
+    if (!l) return;
+    l->ac = NULL;
+    go_down(l, "connection-lost");
+    unref(l);
+}
+peerlink *peerlink_open(uv_loop_t *loop, const char *host, int port, const char *self_id,
+                        const char *expect_id, const peerauth_secret *secret,
+                        const peerlink_cbs *cbs, void *arg) {
+    peerlink *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    snprintf(l->self_id, sizeof l->self_id, "%s", self_id);
+    snprintf(l->expect, sizeof l->expect, "%s", expect_id ? expect_id : "");
+    snprintf(l->addr, sizeof l->addr, "%s:%d", host, port);
+    l->secret = *secret;
+    l->cbs = *cbs;
+    l->arg = arg;
+    l->refs = 1;
+    l->ac = redisAsyncConnect(host, port);
+    if (!l->ac || l->ac->err) {
+        keel_log(KEEL_LOG_WARN, "peer_dial_failed", "addr=%s err=\"%s\"", l->addr,
+                 l->ac ? l->ac->errstr : "out of memory");
+        if (l->ac) redisAsyncFree(l->ac);
+        unref(l);
+        return NULL;
+    }
+    l->ac->data = l;
+    l->refs++;
+    redisLibuvAttach(l->ac, loop);
+    redisAsyncSetConnectCallback(l->ac, on_connect);
+    redisAsyncSetDisconnectCallback(l->ac, on_disconnect);
+    return l;
+}
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    pending *p = priv;
+    peerlink *l = p->l;
+    if (!l->closed && p->cb) p->cb(l->arg, p->tag, reply);
+    free(p);
+    unref(l);
+}
+
+int peerlink_send(peerlink *l, peerlink_reply_fn cb, void *tag, int argc, const char **argv,
+                  const size_t *lens) {
+    if (!l || l->state != S_READY || !l->ac) return KEEL_EAGAIN;
+    pending *p = malloc(sizeof *p);
+    if (!p) return KEEL_ENOMEM;
+    *p = (pending){l, cb, tag};
+    if (redisAsyncCommandArgv(l->ac, on_reply, p, argc, argv, lens) != REDIS_OK) {
+        free(p);
+        return KEEL_EAGAIN;
+    }
+    l->refs++;
+    return 0;
+}
+
+int peerlink_ready(const peerlink *l) {
+    return l && l->state == S_READY;
+}
+
+const char *peerlink_addr(const peerlink *l) {
+    return l ? l->addr : "-";
+}
+
+void peerlink_close(peerlink *l) {
+    if (!l) return;
+    l->closed = 1;
+    l->state = S_DOWN;
+    drop_ac(l);
+    unref(l);
+}

@@ -1,0 +1,436 @@
+/* test-rserver.c - rserver's held requests: a dispatch that returns
+ * RSERVER_HOLD pauses its connection until rserver_resume.
+ *
+ * Each case starts a real rserver on a loopback port of a private uv loop
+ * and talks to it through plain blocking sockets, read without blocking
+ * while the test pumps the loop with UV_RUN_NOWAIT. The test dispatch holds
+ * "HOLD <arg>" unless a pass is available (f.passes), answers "RELEASE" by
+ * resuming the held client from inside its own dispatch, and answers
+ * anything else "+OK <arg>". Run under ASan (make build-asan) the cases also
+ * show that held clients are freed on disconnect and on rserver_stop. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include "core/clock.h"
+#include "net/rserver.h"
+
+static int64_t now_ms(void) {
+    return (int64_t)(keel_mono_us() / 1000);
+}
+
+/* ---- Fixture ----------------------------------------------------------- */
+
+typedef struct fixture {
+    uv_loop_t loop;
+    rserver *rs;
+    int port;
+    int passes;       /* HOLD dispatches that may pass before they hold again */
+    client *held;     /* the client whose HOLD is held, as the owner tracks it */
+    int holds;        /* RSERVER_HOLD returns */
+    int closes;       /* on_close calls */
+    int held_closes;  /* on_close calls for a client that was held */
+    client *released; /* RELEASE's target, reported back to the test */
+} fixture;
+
+static fixture f;
+
+static int t_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
+    fixture *fx = arg;
+    (void)argvlen;
+    const char *a1 = argc > 1 ? argv[1] : "";
+    if (!strcasecmp(argv[0], "HOLD")) {
+        if (fx->passes == 0) {
+            fx->holds++;
+            fx->held = c;
+            return RSERVER_HOLD;
+        }
+        fx->passes--;
+        if (fx->held == c) fx->held = NULL;
+    } else if (!strcasecmp(argv[0], "RELEASE")) {
+        /* Resume another client from inside this one's dispatch. */
+        client *h = fx->held;
+        fx->passes += argc > 1 ? atoi(a1) : 1;
+        fx->released = h;
+        rserver_resume(h);
+    } else if (!strcasecmp(argv[0], "QUIT")) {
+        rserver_close_after_reply(c);
+    }
+    char line[128];
+    snprintf(line, sizeof line, "OK %s", a1);
+    resp_w_simple(&c->out, line);
+    return 0;
+}
+
+static void t_on_close(void *arg, client *c) {
+    fixture *fx = arg;
+    fx->closes++;
+    if (rserver_is_held(c)) fx->held_closes++;
+    if (fx->held == c) fx->held = NULL;
+}
+
+static const rserver_ops t_ops = {.dispatch = t_dispatch, .on_close = t_on_close};
+
+static int setup(void **state) {
+    (void)state;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(uv_loop_init(&f.loop), 0);
+    rserver_config cfg = {.bind = "127.0.0.1", .maxclients = 100, .max_output = 1 << 20};
+    resp_limits_default(&cfg.limits);
+    srand((unsigned)(time(NULL) ^ getpid()));
+    char err[256];
+    for (int i = 0; i < 50; i++) { /* a random high port; retry if taken */
+        cfg.port = 20000 + rand() % 40000;
+        if (rserver_start(&f.loop, &cfg, &t_ops, &f, &f.rs, err, sizeof err) == 0) {
+            f.port = cfg.port;
+            return 0;
+        }
+        uv_run(&f.loop, UV_RUN_NOWAIT); /* the failed listener's close */
+    }
+    fail_msg("no free port: %s", err);
+    return -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    rserver_stop(f.rs);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&f.loop), 0);
+    return 0;
+}
+
+/* Turns the loop without blocking for about ms milliseconds. */
+static void pump(int ms) {
+    int64_t end = now_ms() + ms;
+    do {
+        uv_run(&f.loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    } while (now_ms() < end);
+}
+
+static int connect_client(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)f.port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    pump(5); /* accepted */
+    return fd;
+}
+
+static void send_str(int fd, const char *s) {
+    size_t n = strlen(s);
+    assert_int_equal(send(fd, s, n, 0), (ssize_t)n);
+}
+
+/* Appends whatever fd has to buf (NUL-terminated); returns -1 on EOF. */
+static int recv_some(int fd, char *buf, size_t cap, size_t *len) {
+    for (;;) {
+        ssize_t n = recv(fd, buf + *len, cap - 1 - *len, MSG_DONTWAIT);
+        if (n > 0) {
+            *len += (size_t)n;
+            buf[*len] = '\0';
+            continue;
+        }
+        if (n == 0) return -1;
+        return 0; /* EAGAIN */
+    }
+}
+
+/* Pumps until fd has sent exactly `want`, failing on anything else. */
+static void expect_reply(int fd, const char *want) {
+    char buf[4096];
+    size_t len = 0, wl = strlen(want);
+    buf[0] = '\0';
+    int64_t end = now_ms() + 2000;
+    while (len < wl && now_ms() < end) {
+        uv_run(&f.loop, UV_RUN_NOWAIT);
+        if (recv_some(fd, buf, sizeof buf, &len) < 0) break;
+        if (len < wl) usleep(1000);
+    }
+    pump(10);
+    recv_some(fd, buf, sizeof buf, &len);
+    assert_string_equal(buf, want);
+}
+
+/* Pumps for a while and checks that fd has received nothing. */
+static void expect_silence(int fd) {
+    char buf[4096];
+    size_t len = 0;
+    buf[0] = '\0';
+    pump(30);
+    assert_int_equal(recv_some(fd, buf, sizeof buf, &len), 0);
+    assert_string_equal(buf, "");
+}
+
+/* ---- Cases ------------------------------------------------------------- */
+
+/* A held request holds back the pipelined requests behind it; resume sends
+ * all the replies in request order. */
+static void test_hold_pipelined_then_resume_in_order(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "ECHO first\r\nHOLD x\r\nECHO a\r\nECHO b\r\n");
+    expect_reply(fd, "+OK first\r\n"); /* earlier replies of the turn still leave */
+    assert_int_equal(f.holds, 1);
+    assert_non_null(f.held);
+    assert_true(rserver_is_held(f.held));
+    expect_silence(fd);
+    f.passes = 1;
+    rserver_resume(f.held);
+    assert_null(f.held);
+    expect_reply(fd, "+OK x\r\n+OK a\r\n+OK b\r\n");
+    close(fd);
+}
+
+/* A request that holds again when resumed keeps the connection paused. */
+static void test_resume_holds_again(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\nECHO a\r\n");
+    pump(10);
+    client *c = f.held;
+    assert_non_null(c);
+    rserver_resume(c); /* no pass: holds again */
+    assert_int_equal(f.holds, 2);
+    assert_true(rserver_is_held(c));
+    expect_silence(fd);
+    f.passes = 1;
+    rserver_resume(c);
+    assert_false(rserver_is_held(c));
+    expect_reply(fd, "+OK x\r\n+OK a\r\n");
+    close(fd);
+}
+
+/* Saved input that holds again at a later HOLD keeps the rest after it. */
+static void test_saved_input_holds_again_at_next_hold(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\nECHO a\r\nHOLD y\r\nECHO b\r\n");
+    pump(10);
+    assert_int_equal(f.holds, 1);
+    f.passes = 1;
+    rserver_resume(f.held);
+    assert_int_equal(f.holds, 2);
+    assert_non_null(f.held);
+    expect_reply(fd, "+OK x\r\n+OK a\r\n");
+    f.passes = 1;
+    rserver_resume(f.held);
+    expect_reply(fd, "+OK y\r\n+OK b\r\n");
+    close(fd);
+}
+
+/* Bytes sent after the hold are not executed while held, and a request
+ * split across them is parsed whole on resume. */
+static void test_input_after_hold_waits_and_split_request_completes(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\nECHO a\r\nEC");
+    pump(10);
+    send_str(fd, "HO b\r\nECHO c\r\n");
+    expect_silence(fd);
+    f.passes = 1;
+    rserver_resume(f.held);
+    expect_reply(fd, "+OK x\r\n+OK a\r\n+OK b\r\n+OK c\r\n");
+    close(fd);
+}
+
+/* Other clients are served while one is held, and one of them can resume it
+ * from inside its own dispatch. */
+static void test_other_clients_served_and_resume_from_dispatch(void **state) {
+    (void)state;
+    int a = connect_client(), b = connect_client();
+    send_str(a, "HOLD x\r\nECHO a\r\n");
+    pump(10);
+    client *held = f.held;
+    assert_non_null(held);
+    send_str(b, "ECHO b1\r\n");
+    expect_reply(b, "+OK b1\r\n");
+    expect_silence(a);
+    send_str(b, "RELEASE 1\r\nECHO b2\r\n");
+    expect_reply(b, "+OK 1\r\n+OK b2\r\n");
+    assert_ptr_equal(f.released, held);
+    expect_reply(a, "+OK x\r\n+OK a\r\n");
+    close(a);
+    close(b);
+}
+
+static void on_resume_timer(uv_timer_t *t) {
+    (void)t; /* not closed here: a closing handle would keep poll awake too */
+    rserver_resume(f.held);
+}
+
+static void on_watchdog(uv_timer_t *t) {
+    *(int *)t->data = 1;
+}
+
+/* Resumed from a timer, the reply leaves in that loop iteration instead of
+ * after poll sleeps until the next event (here a 2 s watchdog). */
+static void test_resume_from_timer_does_not_wait_for_next_event(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\n");
+    pump(10);
+    assert_non_null(f.held);
+    f.passes = 1;
+    uv_timer_t resume, watchdog;
+    int fired = 0;
+    uv_timer_init(&f.loop, &resume);
+    uv_timer_init(&f.loop, &watchdog);
+    watchdog.data = &fired;
+    uv_timer_start(&resume, on_resume_timer, 5, 0);
+    uv_timer_start(&watchdog, on_watchdog, 2000, 0);
+    char buf[256];
+    size_t len = 0;
+    buf[0] = '\0';
+    while (!fired && len < 7) {
+        uv_run(&f.loop, UV_RUN_ONCE); /* may block in poll */
+        recv_some(fd, buf, sizeof buf, &len);
+    }
+    assert_false(fired);
+    assert_string_equal(buf, "+OK x\r\n");
+    uv_close((uv_handle_t *)&resume, NULL);
+    uv_close((uv_handle_t *)&watchdog, NULL);
+    pump(5);
+    close(fd);
+}
+
+/* Input behind a held request is kept up to 64 KiB, then left to TCP; on
+ * resume every request behind it is answered, in order. */
+static void test_held_input_bounded_then_all_answered(void **state) {
+    (void)state;
+    enum { N = 20000 }; /* 160 KB of "ECHO a\r\n" behind the hold */
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\n");
+    pump(10);
+    client *c = f.held;
+    assert_non_null(c);
+    char *req = malloc(N * 8 + 1);
+    assert_non_null(req);
+    for (int i = 0; i < N; i++)
+        memcpy(req + i * 8, "ECHO a\r\n", 8);
+    req[N * 8] = '\0';
+    size_t sent = 0;
+    int64_t end = now_ms() + 5000;
+    while (sent < (size_t)N * 8 && now_ms() < end) { /* until the kernel is full */
+        ssize_t n = send(fd, req + sent, (size_t)N * 8 - sent, MSG_DONTWAIT);
+        if (n > 0) sent += (size_t)n;
+        uv_run(&f.loop, UV_RUN_NOWAIT);
+        if (n <= 0) usleep(1000);
+        if (c->saved.len >= 65536 && !c->reading && n <= 0) break;
+    }
+    pump(20);
+    assert_true(sent > 65536 + 8); /* loopback buffers take more than this */
+    assert_int_equal(c->saved.len, 65536);
+    assert_false(c->reading);
+    f.passes = 1;
+    rserver_resume(c);
+    /* Read the replies while the rest of the requests go in. */
+    size_t want = 7 + (size_t)N * 7, got = 0;
+    char *buf = malloc(want + 1);
+    assert_non_null(buf);
+    end = now_ms() + 10000;
+    while (got < want && now_ms() < end) {
+        if (sent < (size_t)N * 8) {
+            ssize_t n = send(fd, req + sent, (size_t)N * 8 - sent, MSG_DONTWAIT);
+            if (n > 0) sent += (size_t)n;
+        }
+        uv_run(&f.loop, UV_RUN_NOWAIT);
+        ssize_t n = recv(fd, buf + got, want - got, MSG_DONTWAIT);
+        if (n > 0)
+            got += (size_t)n;
+        else
+            usleep(500);
+    }
+    assert_int_equal(got, want);
+    assert_memory_equal(buf, "+OK x\r\n", 7);
+    for (size_t i = 0; i < N; i++)
+        assert_memory_equal(buf + 7 + i * 7, "+OK a\r\n", 7);
+    free(buf);
+    free(req);
+    close(fd);
+}
+
+/* A held client that disconnects is reported to on_close and freed. */
+static void test_held_client_disconnect_closes(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\nECHO a\r\n");
+    pump(10);
+    assert_non_null(f.held);
+    close(fd);
+    pump(30);
+    assert_int_equal(f.closes, 1);
+    assert_int_equal(f.held_closes, 1);
+    assert_null(f.held);
+    rserver_stats st;
+    rserver_get_stats(f.rs, &st);
+    assert_int_equal(st.clients, 0);
+}
+
+/* QUIT behind a held request closes the connection only after the replies
+ * before it, once resumed, and nothing after QUIT is executed. */
+static void test_quit_behind_hold_closes_after_resume(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\nQUIT\r\nECHO never\r\n");
+    pump(10);
+    expect_silence(fd);
+    f.passes = 1;
+    rserver_resume(f.held);
+    expect_reply(fd, "+OK x\r\n+OK \r\n");
+    char buf[64];
+    size_t len = 0;
+    assert_int_equal(recv_some(fd, buf, sizeof buf, &len), -1); /* EOF */
+    assert_int_equal(len, 0);
+    assert_int_equal(f.closes, 1);
+    close(fd);
+}
+
+/* rserver_stop with a held client (and saved input) frees everything. */
+static void test_stop_with_held_client(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "HOLD x\r\nECHO a\r\nECHO b\r\n");
+    pump(10);
+    assert_non_null(f.held);
+    rserver_stop(f.rs);
+    rserver_resume(f.held); /* closing: does nothing */
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    f.rs = NULL;
+    assert_int_equal(f.closes, 1);
+    assert_null(f.held);
+    close(fd);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_hold_pipelined_then_resume_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resume_holds_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_saved_input_holds_again_at_next_hold, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_after_hold_waits_and_split_request_completes,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_clients_served_and_resume_from_dispatch, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_resume_from_timer_does_not_wait_for_next_event, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_held_input_bounded_then_all_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_client_disconnect_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quit_behind_hold_closes_after_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_with_held_client, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
