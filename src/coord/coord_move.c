@@ -680,7 +680,7 @@ int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
         return snprintf(err, cap, "the owner %s of partition %u is not UP", part.owner, p),
                KEEL_EINVAL;
     for (cmove *m = x->moves; m; m = m->next)
-        if (m->rec.partition == p)
+        if (m->rec.partition == p && m->rec.state < MAPSTORE_MOVE_COMMITTED)
             return snprintf(err, cap, "partition %u already has move %llu (%s)", p,
                             (unsigned long long)m->rec.id, mapstore_move_state_name(m->rec.state)),
                    KEEL_EEXIST;
@@ -814,11 +814,15 @@ void coord_moves_counts(coord *co, coord_move_counts *out) {
 
 static void on_tick(uv_timer_t *t) {
     cms *x = t->data;
+    int64_t now = keel_wall_ms();
     for (cmove *m = x->moves, *next; m; m = next) {
         next = m->next;
+        /* Keep the links of every unfinished move up: a node that restarted
+         * is noticed when its link comes back (reconcile), not by a timeout. */
+        link_ready_for(x, m->rec.from, now);
+        link_ready_for(x, m->rec.to, now);
         drive(x, m);
     }
-    /* Keep links to nodes with pending work warm; dial lazily otherwise. */
 }
 
 int coord_moves_start(coord *co) {

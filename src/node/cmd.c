@@ -235,5 +235,8 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
     if (has_keys && !route_ok(&x, &held)) return held;
     d->fn(&x);
     metrics_op(srv->mx, d->cls, has_keys ? (int)x.partition : -1, keel_mono_us() - t0);
+    if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
+        fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x.partition,
+                (unsigned long long)ptable_map(srv->pt)->epoch[x.partition], srv->cfg.id);
     return 0;
 }

@@ -182,10 +182,15 @@ static int f_hold_max(node_config *c, const char *v, char *e, size_t n) {
     return 0;
 }
 
+static int f_epoch_log(node_config *c, const char *v, char *e, size_t n) {
+    return set_str(c->epoch_log, sizeof c->epoch_log, "--epoch-log", v, e, n);
+}
+
 static const struct {
     const char *name;
     flag_setter set;
 } flags[] = {
+    {"--epoch-log", f_epoch_log},
     {"--hold-max-ms", f_hold_max},
     {"--port", f_port},
     {"--dir", f_dir},
@@ -274,5 +279,7 @@ const char *node_config_usage(void) {
            "  --max-output BYTES          output backlog before a client's reads pause\n"
            "  --hold-max-ms MS            longest a request waits on a moving partition\n"
            "                              before -TRYAGAIN (default 2000)\n"
+           "  --epoch-log FILE            append \"<unix-us> <partition> <epoch> <node>\" for\n"
+           "                              every write served (for ownership checkers)\n"
            "  --log-level L               debug|info|warn|error (default info)\n";
 }

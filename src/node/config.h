@@ -34,6 +34,7 @@ typedef struct node_config {
     size_t max_output;          /* per-client output backlog before reads pause */
     resp_limits limits;         /* --max-bulk, --max-args, --max-query */
     int log_level;              /* --log-level */
+    char epoch_log[PATH_MAX];   /* --epoch-log: a line per accepted write (tests) */
     int hold_max_ms;            /* --hold-max-ms: fenced requests wait this long at most */
 } node_config;
 

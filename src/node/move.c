@@ -145,7 +145,7 @@ typedef struct in_move {
     uint64_t start_us, tick_bytes;
     double rate; /* bytes/s over the last tick */
     uint64_t best_backlog;
-    int stuck, reported_stuck;
+    int stuck;
     uint64_t last_caught_us;
     client *verifier;
     char why[96];
@@ -447,9 +447,8 @@ static void on_in_timer(uv_timer_t *t) {
         if (in->lag_bytes < in->best_backlog) {
             in->best_backlog = in->lag_bytes;
             in->stuck = 0;
-        } else if (in->lag_bytes > FENCE_LAG_DEFAULT && ++in->stuck >= STUCK_TICKS &&
-                   !in->reported_stuck) {
-            in->reported_stuck = 1;
+        } else if (in->lag_bytes > FENCE_LAG_DEFAULT && ++in->stuck >= STUCK_TICKS) {
+            in->stuck = 0; /* the coordinator raises the budget or aborts; ask again later */
             keel_log(KEEL_LOG_WARN, "move_not_converging", "move=%llu partition=%u backlog=%llu",
                      (unsigned long long)in->id, in->p, (unsigned long long)in->lag_bytes);
             in_report(in, "non-converging", "backlog-not-shrinking");
@@ -1179,6 +1178,15 @@ void move_map_changed(moves *mv) {
                  (unsigned long long)in->id, in->p);
         mv->st.commits_total++;
         in_end(mv, in);
+    }
+    /* Requests held for a partition that is no longer fenced (a fence
+     * restored at start-up and settled by this map). */
+    for (;;) {
+        node_conn *nc = mv->held;
+        while (nc && ptable_state(s->pt, nc->held_p) == PART_FENCED)
+            nc = nc->hnext;
+        if (!nc) break;
+        release_held(mv, nc->held_p, 0);
     }
     /* Records of moves that committed while we were away (restart). */
     unsigned np = ptable_partitions(s->pt);

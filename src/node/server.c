@@ -44,6 +44,7 @@ static void on_close(void *arg, client *c) {
 /* Group commit, before any reply of the turn leaves. */
 static int before_flush(void *arg) {
     server *s = arg;
+    if (s->epoch_log) fflush(s->epoch_log); /* before the replies it records leave */
     uint64_t fsync_us = 0;
     int rc = store_sync(s->st, &fsync_us);
     if (rc) {
@@ -282,6 +283,11 @@ int server_run(const node_config *cfg) {
     if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail_early;
     server_start_signals(s);
     if (server_open(s, err, sizeof err) || server_listen(s, err, sizeof err)) goto fail;
+    if (cfg->epoch_log[0] && !(s->epoch_log = fopen(cfg->epoch_log, "a"))) {
+        snprintf(err, sizeof err, "cannot open --epoch-log %s: %s", cfg->epoch_log,
+                 strerror(errno));
+        goto fail;
+    }
     static const http_route routes[] = {{"/metrics", HTTP_PROMETHEUS, node_render_metrics}};
     if (cfg->metrics_port &&
         http_start(s->loop, cfg->bind, cfg->metrics_port, routes, 1, s, &s->http, err, sizeof err))
@@ -313,6 +319,7 @@ fail:
     }
     uv_run(s->loop, UV_RUN_NOWAIT);
 done:
+    if (s->epoch_log) fclose(s->epoch_log);
     kbuf_close(&s->first_map);
     peerauth_secret_wipe(&s->secret);
     store_free(s->st);

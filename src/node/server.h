@@ -11,6 +11,7 @@
 #define KEEL_SERVER_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <uv.h>
 
 #include "core/buf.h"
@@ -47,7 +48,8 @@ typedef struct server {
     int have_first_map;
     peerauth_secret secret; /* --coord: the cluster secret */
     int have_secret;
-    moves *mv; /* --coord: the move protocol (move.h) */
+    moves *mv;       /* --coord: the move protocol (move.h) */
+    FILE *epoch_log; /* --epoch-log */
 } server;
 
 /* Opens the store, builds the partition table, binds the ports and runs the
