@@ -574,6 +574,26 @@ void coord_render_metrics(void *arg, kbuf *b) {
     kbuf_printf(b,
                 "# TYPE keel_rebalance_paused_seconds gauge\nkeel_rebalance_paused_seconds %.3f\n",
                 paused ? mapstore_setting_age_ms(&ps, keel_wall_ms()) / 1000.0 : 0.0);
+    coord_move_counts mc;
+    coord_moves_counts(co, &mc);
+    kbuf_printf(b,
+                "# HELP keel_moves_in_flight Moves started and not yet committed or aborted.\n"
+                "# TYPE keel_moves_in_flight gauge\nkeel_moves_in_flight %u\n"
+                "# HELP keel_moves_queued Moves planned and waiting for a concurrency slot.\n"
+                "# TYPE keel_moves_queued gauge\nkeel_moves_queued %u\n"
+                "# HELP keel_moves_awaiting_cleanup Committed moves whose old copy is kept.\n"
+                "# TYPE keel_moves_awaiting_cleanup gauge\nkeel_moves_awaiting_cleanup %u\n"
+                "# TYPE keel_move_oldest_age_seconds gauge\nkeel_move_oldest_age_seconds %.3f\n"
+                "# TYPE keel_moves_planned_total counter\nkeel_moves_planned_total %llu\n"
+                "# TYPE keel_moves_committed_total counter\nkeel_moves_committed_total %llu\n"
+                "# TYPE keel_moves_aborted_total counter\nkeel_moves_aborted_total %llu\n"
+                "# HELP keel_move_write_pause_ms Fence sent to destination serving (last, max).\n"
+                "# TYPE keel_move_write_pause_ms gauge\n"
+                "keel_move_write_pause_ms{which=\"last\"} %.3f\n"
+                "keel_move_write_pause_ms{which=\"max\"} %.3f\n",
+                mc.in_flight, mc.queued, mc.committed_pending_cleanup, mc.oldest_age_s,
+                (unsigned long long)mc.started_total, (unsigned long long)mc.committed_total,
+                (unsigned long long)mc.aborted_total, mc.last_pause_ms, mc.max_pause_ms);
     kbuf_appendstr(b, "# TYPE keel_setting_age_seconds gauge\n");
     int64_t now = keel_wall_ms();
     for (const setting_def *d = coord_settings; d->name; d++) {

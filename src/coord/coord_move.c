@@ -187,6 +187,7 @@ static void abort_move(cms *x, cmove *m, const char *reason) {
         return;
     }
     refresh(x, m);
+    snprintf(m->phase, sizeof m->phase, "aborting");
     x->counts.aborted_total++;
     int loud = !strcmp(reason, "checksum-mismatch");
     keel_log(loud ? KEEL_LOG_ERROR : KEEL_LOG_WARN, "move_aborted",
@@ -309,8 +310,11 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         m->busy_d = 0;
         if (ok_status) {
             m->need_commit_d = 0;
-            if (m->pause_ms < 0 && m->fence_us)
+            if (m->pause_ms < 0 && m->fence_us) {
                 m->pause_ms = (double)(keel_mono_us() - m->fence_us) / 1000.0;
+                x->counts.last_pause_ms = m->pause_ms;
+                if (m->pause_ms > x->counts.max_pause_ms) x->counts.max_pause_ms = m->pause_ms;
+            }
         } else if (r) {
             keel_log(KEEL_LOG_WARN, "move_commit_push_failed", "move=%llu node=%s error=\"%s\"",
                      (unsigned long long)id, l->id, err_text(r));
@@ -319,6 +323,8 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
     case K_COMMIT_S:
         m->busy_s = 0;
         if (ok_status) m->need_commit_s = 0;
+        if (!m->need_commit_s && !m->need_commit_d)
+            snprintf(m->phase, sizeof m->phase, "awaiting-cleanup");
         break;
     case K_ABORT_S:
         m->busy_s = 0;
@@ -376,6 +382,7 @@ static void commit_move(cms *x, cmove *m) {
              (unsigned long long)m->rec.id, m->rec.partition, m->rec.from, m->rec.to,
              (unsigned long long)epoch, (unsigned long long)version, (unsigned long long)m->keys_s);
     FAILPOINT("move.after_commit");
+    snprintf(m->phase, sizeof m->phase, "redirecting");
     m->need_commit_d = m->need_commit_s = 1;
     m->busy_s = m->busy_d = 0;
     drive(x, m);

@@ -2,6 +2,7 @@
  * counters, both rendered on the loop thread. */
 #include "core/clock.h"
 #include "node/cmd.h"
+#include "node/move.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -69,6 +70,44 @@ static void info_keel(const server *s, kbuf *b) {
                 "map_version:%llu\r\nmap_nodes:%zu\r\nepoch:%llu\r\n",
                 ptable_self_id(s->pt), m->partitions, serving, (unsigned long long)m->version,
                 m->nnodes, (unsigned long long)ptable_self_epoch(s->pt));
+    move_stats ms;
+    move_get_stats(s->mv, &ms);
+    kbuf_printf(b,
+                "partitions_outgoing:%u\r\npartitions_fenced:%u\r\npartitions_incoming:%u\r\n"
+                "partitions_retired:%u\r\nrequests_held:%llu\r\n",
+                ms.outgoing, ms.fenced, ms.incoming, ms.retired, (unsigned long long)ms.held);
+}
+
+/* The move protocol's gauges and counters (move.h). */
+static void metrics_moves(const server *s, kbuf *b) {
+    move_stats ms;
+    move_get_stats(s->mv, &ms);
+    const struct {
+        const char *name, *type, *help;
+        unsigned long long v;
+    } rows[] = {
+        {"keel_partitions_outgoing", "gauge", "Partitions this node is streaming to another.",
+         ms.outgoing},
+        {"keel_partitions_fenced", "gauge", "Partitions fenced here (requests are held).",
+         ms.fenced},
+        {"keel_partitions_incoming", "gauge", "Partitions this node is receiving.", ms.incoming},
+        {"keel_partitions_retired", "gauge", "Moved-away partitions whose old copy awaits cleanup.",
+         ms.retired},
+        {"keel_requests_held", "gauge", "Requests waiting on a fenced partition.", ms.held},
+        {"keel_requests_held_total", "counter", "Requests ever held on a fence.", ms.held_total},
+        {"keel_requests_tryagain_total", "counter", "Held requests answered -TRYAGAIN.",
+         ms.tryagain_total},
+        {"keel_move_bytes_sent_total", "counter", "Bytes sent as a move source.", ms.bytes_sent},
+        {"keel_move_bytes_received_total", "counter", "Bytes applied as a move destination.",
+         ms.bytes_received},
+        {"keel_move_commits_total", "counter", "Moves this node saw commit.", ms.commits_total},
+        {"keel_move_aborts_total", "counter", "Moves this node saw abort.", ms.aborts_total},
+        {"keel_move_cleanups_total", "counter", "Retired copies deleted after cleanup_after.",
+         ms.cleanups_total},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        kbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", rows[i].name, rows[i].help,
+                    rows[i].name, rows[i].type, rows[i].name, rows[i].v);
 }
 
 static void info_cluster(const server *s, kbuf *b) {
@@ -145,6 +184,7 @@ void node_render_metrics(void *arg, kbuf *b) {
                 rst.clients);
     kbuf_printf(b, "# TYPE keel_keys gauge\nkeel_keys %llu\n",
                 (unsigned long long)store_total_keys(s->st));
+    metrics_moves(s, b);
     /* Per partition: only those this node serves or holds data for. */
     static const char *part_metrics[3][2] = {
         {"keel_partition_keys", "Keys stored in the partition."},

@@ -49,6 +49,7 @@
 #define STUCK_TICKS 12            /* REPORT_MS ticks without a shrinking backlog */
 #define MOVE_DEL 0xffffffffu
 #define FENCE_LAG_DEFAULT (1u << 20)
+#define VERIFY_WAIT_MS 5000 /* a source that stops answering fails the move */
 
 /* ---- Encoding ------------------------------------------------------------- */
 
@@ -148,6 +149,7 @@ typedef struct in_move {
     int stuck;
     uint64_t last_caught_us;
     client *verifier;
+    uint64_t verify_since_us; /* a VERIFY waits at most VERIFY_WAIT_MS */
     char why[96];
     uv_timer_t timer;
 } in_move;
@@ -438,6 +440,10 @@ static void in_report(in_move *in, const char *phase, const char *reason) {
 
 static void on_in_timer(uv_timer_t *t) {
     in_move *in = t->data;
+    if (in->verifier && keel_mono_us() - in->verify_since_us > VERIFY_WAIT_MS * 1000ull) {
+        in_fail(in, "source-silent-at-fence");
+        return;
+    }
     in->rate = (double)(in->bytes - in->tick_bytes) * 1000.0 / REPORT_MS;
     in->tick_bytes = in->bytes;
     if (in->phase == IN_CATCHUP) {
@@ -858,6 +864,7 @@ static int d_verify(dctx *x) {
     }
     if (in->phase != IN_APPLIED) {
         in->verifier = x->c; /* held until the catch-up reaches f */
+        if (!in->verify_since_us) in->verify_since_us = keel_mono_us();
         return RSERVER_HOLD;
     }
     if (in->fence_pos != f) {
@@ -866,7 +873,10 @@ static int d_verify(dctx *x) {
         return 0;
     }
     uint64_t dg, keys;
-    if (store_sync(mv->s->st, NULL) || part_digest(mv, in->p, &dg, &keys)) {
+    /* Durable whatever --fsync says: once the coordinator commits, this copy
+     * is the only one that serves. */
+    if (store_sync(mv->s->st, NULL) || store_sync_wal(mv->s->st, NULL) ||
+        part_digest(mv, in->p, &dg, &keys)) {
         d_err(x, "ERR cannot make the copy durable");
         return 0;
     }
@@ -1066,11 +1076,13 @@ static int d_chunk(dctx *x) {
     if (maxb > CHUNK_MAX) maxb = CHUNK_MAX;
     uint64_t now = keel_mono_us();
     size_t want = (size_t)maxb;
-    size_t got = tbucket_take(&o->tb, now, want);
-    if (got < want / 4 && got < 16384) { /* too little to be worth a round trip */
-        if (x->nc->waits_data != 2) return data_wait(o, x, tbucket_wait_us(&o->tb, now, want / 4));
-    }
+    /* Wait for a worthwhile amount rather than send crumbs; a forced wake
+     * (the timer) sends whatever there is. */
+    size_t worth = want / 4 < 65536 ? want / 4 : 65536;
+    uint64_t wait = tbucket_wait_us(&o->tb, now, worth);
+    if (wait && x->nc->waits_data != 2) return data_wait(o, x, wait);
     x->nc->waits_data = 0;
+    size_t got = tbucket_take(&o->tb, now, want);
     if (!got) got = 1;
     unsigned lo, hi;
     slot_range(x->mv, o->p, &lo, &hi);
