@@ -14,6 +14,7 @@
  */
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
+#include "coord/coord_rebalance.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/failpoint.h"
@@ -59,6 +60,8 @@ const setting_def coord_settings[] = {
     {"max_moves_in_per_node", "2", "moves into one node at once", 1, 1000},
     {"max_moves_out_per_node", "2", "moves out of one node at once", 1, 1000},
     {"max_moves_cluster", "0", "moves at once in the cluster (0 = max(1, nodes/2))", 0, 100000},
+    {"rebalance_interval_s", "0", "how often the rebalance loop plans (0 = the loop is off)", 0,
+     86400},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -428,6 +431,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s", strsignal(signum));
     rserver_flush_now(co->rs);
     rserver_stop(co->rs);
+    coord_rebalance_stop(co);
     coord_moves_stop(co);
     http_stop(co->http);
     co->http = NULL;
@@ -491,6 +495,10 @@ int coord_run(const coord_config *cfg) {
         goto fail;
     if (coord_moves_start(co)) {
         snprintf(err, sizeof err, "cannot load the moves in flight: %s", mapstore_errmsg(co->ms));
+        goto fail;
+    }
+    if (coord_rebalance_start(co)) {
+        snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
     uv_timer_init(co->loop, &co->member_timer);

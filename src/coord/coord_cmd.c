@@ -10,6 +10,7 @@
  */
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
+#include "coord/coord_rebalance.h"
 #include "net/peerserve.h"
 #include "core/clock.h"
 #include "core/err.h"
@@ -594,6 +595,18 @@ void coord_render_metrics(void *arg, kbuf *b) {
                 mc.in_flight, mc.queued, mc.committed_pending_cleanup, mc.oldest_age_s,
                 (unsigned long long)mc.started_total, (unsigned long long)mc.committed_total,
                 (unsigned long long)mc.aborted_total, mc.last_pause_ms, mc.max_pause_ms);
+    const rebalance_stats *rs = coord_rebalance_stats(co);
+    kbuf_printf(b,
+                "# HELP keel_rebalance_rounds_total Rebalance rounds that ran the planner.\n"
+                "# TYPE keel_rebalance_rounds_total counter\nkeel_rebalance_rounds_total %llu\n"
+                "# HELP keel_rebalance_moves_total Moves the rebalance loop enqueued.\n"
+                "# TYPE keel_rebalance_moves_total counter\nkeel_rebalance_moves_total %llu\n"
+                "# HELP keel_rebalance_skipped_total Rounds skipped, by reason.\n"
+                "# TYPE keel_rebalance_skipped_total counter\n",
+                (unsigned long long)rs->rounds_total, (unsigned long long)rs->moves_total);
+    for (int i = 0; i < REBALANCE_SKIP_COUNT; i++)
+        kbuf_printf(b, "keel_rebalance_skipped_total{reason=\"%s\"} %llu\n",
+                    rebalance_skip_name((rebalance_skip)i), (unsigned long long)rs->skipped[i]);
     kbuf_appendstr(b, "# TYPE keel_setting_age_seconds gauge\n");
     int64_t now = keel_wall_ms();
     for (const setting_def *d = coord_settings; d->name; d++) {

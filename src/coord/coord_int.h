@@ -57,7 +57,8 @@ typedef struct coord {
     int64_t first_register_ms;
     int64_t start_ms;
     int stopping;
-    struct coord_moves_state *mv; /* the move executor (coord_move.c) */
+    struct coord_moves_state *mv;            /* the move executor (coord_move.c) */
+    struct coord_rebalance_state *rebalance; /* the control loop (coord_rebalance.c) */
     /* The map as JSON, rebuilt when the version changes. */
     kbuf map_json;
     uint64_t map_json_version;

@@ -14,6 +14,7 @@
 #include "core/failpoint.h"
 #include "core/log.h"
 #include "net/peerlink.h"
+#include "planner/planner.h"
 
 #include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
@@ -67,6 +68,7 @@ struct coord_moves_state {
     pause_rec pauses[RECENT_PAUSES]; /* write pauses of finished moves */
     size_t npause;
     coord_move_counts counts;
+    int64_t *last_commit_ms; /* [P] when each partition last changed owner */
 };
 
 typedef struct coord_moves_state cms;
@@ -189,6 +191,7 @@ static void abort_move(cms *x, cmove *m, const char *reason) {
     refresh(x, m);
     snprintf(m->phase, sizeof m->phase, "aborting");
     x->counts.aborted_total++;
+    x->counts.last_end_ms = now;
     int loud = !strcmp(reason, "checksum-mismatch");
     keel_log(loud ? KEEL_LOG_ERROR : KEEL_LOG_WARN, "move_aborted",
              "move=%llu partition=%u from=%s to=%s reason=%s", (unsigned long long)m->rec.id,
@@ -377,6 +380,8 @@ static void commit_move(cms *x, cmove *m) {
     }
     refresh(x, m);
     x->counts.committed_total++;
+    x->counts.last_end_ms = now;
+    if (x->last_commit_ms) x->last_commit_ms[m->rec.partition] = now;
     keel_log(KEEL_LOG_INFO, "move_committed",
              "move=%llu partition=%u from=%s to=%s epoch=%llu version=%llu keys=%llu",
              (unsigned long long)m->rec.id, m->rec.partition, m->rec.from, m->rec.to,
@@ -403,8 +408,9 @@ static int node_is_up(cms *x, const char *id) {
 /* Concurrency: may a PLANNED move start now? */
 static int may_start(cms *x, cmove *m) {
     coord *co = x->co;
-    mapstore_setting ps;
-    if (mapstore_setting_get(co->ms, "paused", &ps) == 0) return 0;
+    mapstore_setting ps; /* the kill switch holds back the planner's moves, not an operator's */
+    if (strcmp(m->rec.reason, "operator") != 0 && mapstore_setting_get(co->ms, "paused", &ps) == 0)
+        return 0;
     long long max_in = coord_setting_ll(co, "max_moves_in_per_node");
     long long max_out = coord_setting_ll(co, "max_moves_out_per_node");
     long long max_all = coord_setting_ll(co, "max_moves_cluster");
@@ -832,16 +838,42 @@ static void on_tick(uv_timer_t *t) {
     }
 }
 
+void coord_moves_annotate(coord *co, plan_model *pm, int64_t now) {
+    cms *x = state_of(co);
+    if (!x) return;
+    for (size_t i = 0; i < pm->nparts; i++) {
+        plan_part *pp = &pm->parts[i];
+        if (pp->id < co->partitions && x->last_commit_ms[pp->id])
+            pp->since_last_move_s = (double)(now - x->last_commit_ms[pp->id]) / 1000.0;
+        if (pp->since_last_move_s < 0) pp->since_last_move_s = 0;
+    }
+    for (cmove *m = x->moves; m; m = m->next) {
+        if (m->rec.state >= MAPSTORE_MOVE_COMMITTED || m->rec.partition >= pm->nparts) continue;
+        plan_part *pp = &pm->parts[m->rec.partition];
+        if (pp->id != m->rec.partition) continue; /* coord_build_model lists them in order */
+        pp->in_flight = true;
+        pp->moving_to = plan_model_find_node(pm, m->rec.to);
+    }
+}
+
 int coord_moves_start(coord *co) {
     cms *x = calloc(1, sizeof *x);
     if (!x) return KEEL_ENOMEM;
     x->co = co;
     co->mv = x;
     g_cms = x;
+    if (!(x->last_commit_ms = calloc(co->partitions, sizeof *x->last_commit_ms)))
+        return KEEL_ENOMEM;
     mapstore_move *list = NULL;
     size_t n = 0;
-    int rc = mapstore_move_list(co->ms, 1, &list, &n);
+    int rc = mapstore_move_list(co->ms, 0, &list, &n);
     if (rc) return rc;
+    for (size_t i = 0; i < n; i++) /* residence survives a restart */
+        if (list[i].at_ms[MAPSTORE_MOVE_COMMITTED] && list[i].partition < co->partitions)
+            x->last_commit_ms[list[i].partition] = list[i].at_ms[MAPSTORE_MOVE_COMMITTED];
+    free(list);
+    list = NULL;
+    if ((rc = mapstore_move_list(co->ms, 1, &list, &n))) return rc;
     int64_t now = keel_wall_ms();
     for (size_t i = 0; i < n; i++) {
         cmove *m = track(x, &list[i]);
@@ -883,4 +915,6 @@ void coord_moves_stop(coord *co) {
         x->moves = m->next;
         free(m);
     }
+    free(x->last_commit_ms);
+    x->last_commit_ms = NULL;
 }

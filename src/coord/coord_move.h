@@ -58,12 +58,20 @@ void coord_move_report(coord *co, const char *from, int argc, char **argv);
 /* Appends the moves in flight and the most recent finished ones (up to
  * `recent`), newest last, as JSON objects to arr. */
 void coord_moves_json(coord *co, cJSON *arr, size_t recent);
+struct plan_model;
+/* Marks in m (built by coord_build_model) what the planner must know about
+ * moves: partitions with a move not yet committed are in flight (their
+ * weight counted at the destination), and each partition's time since its
+ * last commit (min_residence). */
+void coord_moves_annotate(coord *co, struct plan_model *m, int64_t now_ms);
+
 /* Counts for /metrics and STATUS. */
 typedef struct coord_move_counts {
     unsigned in_flight, queued, committed_pending_cleanup;
     double oldest_age_s;
     uint64_t started_total, committed_total, aborted_total;
     double last_pause_ms, max_pause_ms;
+    int64_t last_end_ms; /* when a move last committed or aborted; 0 = never */
 } coord_move_counts;
 void coord_moves_counts(coord *co, coord_move_counts *out);
 
