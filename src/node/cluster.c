@@ -100,7 +100,7 @@ static uint64_t map_version(void *arg) {
 }
 
 /* {"disk_used":N,"disk_capacity":N,"partitions":[[p,bytes,keys,ops],...]}
- * for the partitions this node serves or holds data of. */
+ * for the partitions this node owns. */
 static void metrics_json(void *arg, kbuf *b) {
     server *s = arg;
     struct statvfs vfs;
@@ -114,7 +114,12 @@ static void metrics_json(void *arg, kbuf *b) {
     int first = 1;
     for (unsigned p = 0; p < np; p++) {
         uint64_t keys, bytes;
-        if (!node_partition_totals(s, p, &keys, &bytes)) continue;
+        part_state ps = ptable_state(s->pt, p);
+        /* Only what this node owns: a retired copy awaiting cleanup or an
+         * incoming one would double-count the partition at the coordinator. */
+        if ((ps != PART_SERVING && ps != PART_OUTGOING && ps != PART_FENCED) ||
+            !node_partition_totals(s, p, &keys, &bytes))
+            continue;
         kbuf_printf(b, "%s[%u,%llu,%llu,%.3f]", first ? "" : ",", p, (unsigned long long)bytes,
                     (unsigned long long)keys, s->mx->part_rate[p]);
         first = 0;
