@@ -1,16 +1,29 @@
-/* demo.c - `keel demo`: a coordinator and N nodes on loopback in a temporary
- * directory. It creates the cluster, starts the processes (logs in the
- * directory), waits until every slot has an owner, loads sample keys through
- * the cluster map (each key to the node owning its slot, pipelined), prints
- * `keel status` and how to connect, and runs until Ctrl-C or --exit-after,
- * then stops every process with SIGTERM and removes the directory. */
+/* demo.c - `keel demo`: Keel rebalancing itself, live, on loopback.
+ *
+ *  1. a coordinator and N nodes (default 4) in a temporary directory, with
+ *     the rebalance loop on;
+ *  2. K keys (default 500000) loaded through the cluster map, pipelined;
+ *  3. a steady background load (demo_client.c) that records every
+ *     acknowledged write and every latency;
+ *  4. one more node joins; the screen shows each move with a progress bar
+ *     and the imbalance falling, until the cluster is balanced;
+ *  5. every key is read back, and a summary compares latency before and
+ *     during the rebalance, bytes moved against the floor, the longest write
+ *     pause, client errors and lost writes (must be 0).
+ * Then it stays up for redis-cli until Ctrl-C, or stops after --exit-after
+ * seconds, stops every process with SIGTERM and removes the directory. */
+#include "cli/demo_client.h"
+#include "core/clock.h"
 #include "core/crc16.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +32,9 @@
 #include <unistd.h>
 
 #define DEMO_MAX_NODES 9
+#define REBALANCE_TIMEOUT_S 600
+
+int moves_render(redisContext *c, int all, int tty, const char *header); /* moves_watch.c */
 
 static volatile sig_atomic_t stop_requested;
 static void on_stop(int sig) {
@@ -27,7 +43,7 @@ static void on_stop(int sig) {
 }
 
 typedef struct demo {
-    long base, nodes, keys, exit_after;
+    long base, nodes, keys, exit_after, value_size, join;
     char dir[64], exe[PATH_MAX];
     pid_t pids[DEMO_MAX_NODES + 1]; /* [0] = coordinator */
     int slot_port[16384];
@@ -49,13 +65,18 @@ static int parse_flags(demo *d, int argc, char **argv) {
     for (int i = 0; i < argc; i += 2) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(f, "--help")) {
-            printf("usage: keel demo [--nodes N] [--keys K] [--port BASE] [--exit-after SECONDS]\n"
+            printf("usage: keel demo [--nodes N] [--keys K] [--value-size B] [--join 0|1]\n"
+                   "                 [--port BASE] [--exit-after SECONDS]\n"
+                   "  N nodes (default 4) and K keys (default 500000) of B bytes (default 100);\n"
+                   "  then one more node joins and the cluster rebalances itself (--join 0: no)\n"
                    "  the coordinator listens on BASE (default 7000), node i on BASE+i\n");
             exit(0);
         }
-        int rc = !strcmp(f, "--port")    ? parse_num(f, v, 1, 65000, &d->base)
-                 : !strcmp(f, "--nodes") ? parse_num(f, v, 1, DEMO_MAX_NODES, &d->nodes)
-                 : !strcmp(f, "--keys")  ? parse_num(f, v, 0, 100000000, &d->keys)
+        int rc = !strcmp(f, "--port")         ? parse_num(f, v, 1, 65000, &d->base)
+                 : !strcmp(f, "--nodes")      ? parse_num(f, v, 1, DEMO_MAX_NODES, &d->nodes)
+                 : !strcmp(f, "--keys")       ? parse_num(f, v, 0, 100000000, &d->keys)
+                 : !strcmp(f, "--value-size") ? parse_num(f, v, 1, 1 << 20, &d->value_size)
+                 : !strcmp(f, "--join")       ? parse_num(f, v, 0, 1, &d->join)
                  : !strcmp(f, "--exit-after")
                      ? parse_num(f, v, 1, 1000000, &d->exit_after)
                      : (fprintf(stderr, "keel demo: unknown flag %s\n", f), -1);
@@ -102,19 +123,29 @@ static int read_slots(demo *d) {
     return covered;
 }
 
+/* demo:<i> = "value-<i>:" padded with 'x' to value_size bytes. */
+static int demo_value(const demo *d, long i, char *out, size_t cap) {
+    int n = snprintf(out, cap, "value-%ld:", i);
+    while ((size_t)n < (size_t)d->value_size && (size_t)n < cap - 1)
+        out[n++] = 'x';
+    out[n] = 0;
+    return n;
+}
+
 /* Each key to the node owning its slot, pipelined per node. */
 static long load_keys(demo *d) {
     redisContext *ctx[DEMO_MAX_NODES + 1] = {0};
     long pending[DEMO_MAX_NODES + 1] = {0}, acked = 0;
-    char key[32], val[32];
+    char key[32], *val = malloc((size_t)d->value_size + 32);
+    if (!val) return 0;
     for (long i = 0; i <= d->keys; i++) {
         int flush = i == d->keys || i % 1000 == 999;
         if (i < d->keys) {
             int n = snprintf(key, sizeof key, "demo:%ld", i);
-            snprintf(val, sizeof val, "value-%ld", i);
+            int vn = demo_value(d, i, val, (size_t)d->value_size + 32);
             int k = d->slot_port[keel_key_slot(key, (size_t)n)] - (int)d->base;
             if (k < 1 || k > d->nodes || (!ctx[k] && !(ctx[k] = dial((int)d->base + k)))) continue;
-            redisAppendCommand(ctx[k], "SET %s %s", key, val);
+            redisAppendCommand(ctx[k], "SET %b %b", key, (size_t)n, val, (size_t)vn);
             pending[k]++;
         }
         for (int k = 1; flush && k <= d->nodes; k++)
@@ -127,38 +158,59 @@ static long load_keys(demo *d) {
     }
     for (int k = 1; k <= d->nodes; k++)
         redisFree(ctx[k]);
+    free(val);
     return acked;
 }
 
-static void print_status(demo *d) {
+/* One admin command to the coordinator; returns the reply (caller frees). */
+static redisReply *coord_cmd(demo *d, const char *fmt, ...) {
     redisContext *c = dial((int)d->base);
-    redisReply *r = c ? redisCommand(c, "STATUS") : NULL;
+    if (!c) return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}
+
+static cJSON *coord_json(demo *d, const char *cmd) {
+    redisReply *r = coord_cmd(d, cmd);
+    cJSON *j = r && r->type == REDIS_REPLY_STRING ? cJSON_Parse(r->str) : NULL;
+    freeReplyObject(r);
+    return j;
+}
+
+static void print_status(demo *d) {
+    redisReply *r = coord_cmd(d, "STATUS");
     if (r && r->type == REDIS_REPLY_STRING) printf("%s", r->str);
     freeReplyObject(r);
-    redisFree(c);
+}
+
+static void spawn_node(demo *d, long i) {
+    char port[16], ndir[96], id[16], log[128], cport[32], secret[128];
+    snprintf(cport, sizeof cport, "127.0.0.1:%ld", d->base);
+    snprintf(secret, sizeof secret, "%s/cluster.secret", d->dir);
+    snprintf(port, sizeof port, "%ld", d->base + i);
+    snprintf(ndir, sizeof ndir, "%s/n%ld", d->dir, i);
+    snprintf(id, sizeof id, "n%ld", i);
+    snprintf(log, sizeof log, "%s/n%ld.log", d->dir, i);
+    char *node[] = {d->exe, "node",          "--port", port,   "--dir", ndir, "--coord",
+                    cport,  "--secret-file", secret,   "--id", id,      NULL};
+    d->pids[i] = spawn(d, log, node);
 }
 
 static int start_cluster(demo *d) {
-    char coordport[16], cport[32], secret[128], log[128];
+    char coordport[16], log[128];
     snprintf(coordport, sizeof coordport, "%ld", d->base);
-    snprintf(cport, sizeof cport, "127.0.0.1:%ld", d->base);
-    snprintf(secret, sizeof secret, "%s/cluster.secret", d->dir);
     char *init[] = {d->exe, "coord", "--init", "--dir", d->dir, NULL};
     snprintf(log, sizeof log, "%s/coord.log", d->dir);
     int st;
     if (waitpid(spawn(d, log, init), &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) return -1;
     char *coord[] = {d->exe, "coord", "--dir", d->dir, "--port", coordport, NULL};
     d->pids[0] = spawn(d, log, coord);
-    for (long i = 1; i <= d->nodes; i++) {
-        char port[16], ndir[96], id[16];
-        snprintf(port, sizeof port, "%ld", d->base + i);
-        snprintf(ndir, sizeof ndir, "%s/n%ld", d->dir, i);
-        snprintf(id, sizeof id, "n%ld", i);
-        snprintf(log, sizeof log, "%s/n%ld.log", d->dir, i);
-        char *node[] = {d->exe, "node",          "--port", port,   "--dir", ndir, "--coord",
-                        cport,  "--secret-file", secret,   "--id", id,      NULL};
-        d->pids[i] = spawn(d, log, node);
-    }
+    for (long i = 1; i <= d->nodes; i++)
+        spawn_node(d, i);
     for (int t = 0; t < 300 && !stop_requested; t++) { /* up to 30 s for placement */
         if (read_slots(d) == 16384) return 0;
         usleep(100 * 1000);
@@ -167,16 +219,162 @@ static int start_cluster(demo *d) {
 }
 
 static void stop_cluster(demo *d) {
-    for (long i = d->nodes; i >= 0; i--)
+    for (long i = DEMO_MAX_NODES; i >= 0; i--)
         if (d->pids[i] > 0) kill(d->pids[i], SIGTERM), waitpid(d->pids[i], NULL, 0);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
     if (system(cmd) != 0) fprintf(stderr, "keel demo: could not remove %s\n", d->dir);
 }
 
+/* Per-node sums of the partitions' bytes and keys (from PARTITIONS JSON):
+ * max/mean over the n nodes, and the movement floor for bytes
+ * (sum of max(0, bytes - mean)). */
+typedef struct spread {
+    double bytes_ratio, keys_ratio, floor_bytes, total_bytes;
+} spread;
+
+static spread measure_spread(demo *d, long nodes) {
+    spread sp = {0};
+    double bytes[DEMO_MAX_NODES + 1] = {0}, keys[DEMO_MAX_NODES + 1] = {0};
+    cJSON *arr = coord_json(d, "PARTITIONS JSON"), *p;
+    cJSON_ArrayForEach(p, arr) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(p, "owner");
+        long k = cJSON_IsString(o) && o->valuestring[0] == 'n' ? atol(o->valuestring + 1) : 0;
+        if (k < 1 || k > DEMO_MAX_NODES) continue;
+        bytes[k] += cJSON_GetObjectItemCaseSensitive(p, "bytes")->valuedouble;
+        keys[k] += cJSON_GetObjectItemCaseSensitive(p, "keys")->valuedouble;
+    }
+    cJSON_Delete(arr);
+    double tb = 0, tk = 0, mb = 0, mk = 0;
+    for (long k = 1; k <= nodes; k++) {
+        tb += bytes[k], tk += keys[k];
+        mb = fmax(mb, bytes[k]), mk = fmax(mk, keys[k]);
+    }
+    sp.total_bytes = tb;
+    sp.bytes_ratio = tb > 0 ? mb / (tb / (double)nodes) : 0;
+    sp.keys_ratio = tk > 0 ? mk / (tk / (double)nodes) : 0;
+    for (long k = 1; k <= nodes; k++)
+        sp.floor_bytes += fmax(0, bytes[k] - tb / (double)nodes);
+    return sp;
+}
+
+typedef struct move_sum {
+    int in_flight, committed, aborted;
+    double bytes, max_pause;
+} move_sum;
+
+/* Moves with an id above first_id. */
+static move_sum sum_moves(demo *d, double first_id) {
+    move_sum m = {0};
+    cJSON *arr = coord_json(d, "MOVES JSON ALL"), *o;
+    cJSON_ArrayForEach(o, arr) {
+        if (cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble <= first_id) continue;
+        const char *st = cJSON_GetObjectItemCaseSensitive(o, "state")->valuestring;
+        const cJSON *pause = cJSON_GetObjectItemCaseSensitive(o, "write_pause_ms");
+        if (!strcmp(st, "COMMITTED") || !strcmp(st, "DONE")) {
+            m.committed++;
+            m.bytes += cJSON_GetObjectItemCaseSensitive(o, "total_bytes")->valuedouble;
+            if (cJSON_IsNumber(pause)) m.max_pause = fmax(m.max_pause, pause->valuedouble);
+        } else if (!strcmp(st, "ABORTED")) {
+            m.aborted++;
+        } else {
+            m.in_flight++;
+        }
+    }
+    cJSON_Delete(arr);
+    return m;
+}
+
+static double last_move_id(demo *d) {
+    double id = 0;
+    cJSON *arr = coord_json(d, "MOVES JSON ALL"), *o;
+    cJSON_ArrayForEach(o, arr) id =
+        fmax(id, cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble);
+    cJSON_Delete(arr);
+    return id;
+}
+
+/* Adds node N+1 and shows the rebalance until nothing is in flight for a
+ * while and the new node holds data. Returns seconds to balanced, or -1. */
+static double watch_rebalance(demo *d, double first_id) {
+    redisContext *c = dial((int)d->base);
+    if (!c) return -1;
+    int tty = isatty(STDOUT_FILENO);
+    double t0 = (double)keel_mono_us() / 1000;
+    double quiet_since = 0, done_at = -1;
+    while (!stop_requested) {
+        double now = (double)keel_mono_us() / 1000;
+        if (now - t0 > REBALANCE_TIMEOUT_S * 1000.0) break;
+        spread sp = measure_spread(d, d->nodes);
+        move_sum ms = sum_moves(d, first_id);
+        char header[256];
+        snprintf(header, sizeof header,
+                 "node n%ld joined %.1f s ago; imbalance (max/mean bytes) %.3f, keys %.3f; "
+                 "moves done %d, aborted %d\n",
+                 d->nodes, (now - t0) / 1000.0, sp.bytes_ratio, sp.keys_ratio, ms.committed,
+                 ms.aborted);
+        int active = moves_render(c, 0, tty, header);
+        if (!tty) fflush(stdout);
+        if (active < 0) break;
+        /* Balanced: moves happened, none in flight or queued for 3 planning
+         * rounds (the loop would have planned more if it could gain). */
+        if (ms.committed > 0 && ms.in_flight == 0) {
+            if (!quiet_since) quiet_since = now, done_at = now;
+            if (now - quiet_since > 7000) break;
+        } else {
+            quiet_since = 0;
+        }
+        usleep(tty ? 500000 : 2000000);
+    }
+    redisFree(c);
+    return done_at > 0 ? (done_at - t0) / 1000.0 : -1;
+}
+
+/* Reads every loaded key and every key the load acknowledged. */
+static long verify(demo *d, dload *l, long *lost) {
+    dcc c;
+    *lost = 0;
+    if (dcc_init(&c, (int)d->base, (int)d->nodes) != 16384) return -1;
+    char key[48], *want = malloc((size_t)d->value_size + 32);
+    long checked = 0;
+    for (long i = 0; i < d->keys; i++) {
+        int n = snprintf(key, sizeof key, "demo:%ld", i);
+        int wn = demo_value(d, i, want, (size_t)d->value_size + 32);
+        const char *get[] = {"GET", key};
+        size_t lens[] = {3, (size_t)n};
+        redisReply *r = dcc_command(&c, 2, get, lens);
+        if (!r || r->type != REDIS_REPLY_STRING || r->len != (size_t)wn ||
+            memcmp(r->str, want, (size_t)wn))
+            (*lost)++;
+        freeReplyObject(r);
+        checked++;
+    }
+    for (long k = 0; k < l->keys; k++) {
+        if (!l->last[k]) continue;
+        snprintf(key, sizeof key, "demo:w:%ld", k);
+        const char *get[] = {"GET", key};
+        redisReply *r = dcc_command(&c, 2, get, NULL);
+        char w[48];
+        snprintf(w, sizeof w, "w-%llu", (unsigned long long)l->last[k]);
+        /* The last acknowledged value, or a later one still in flight at
+         * the stop: never an older one. */
+        if (!r || r->type != REDIS_REPLY_STRING || strtoull(r->str + 2, NULL, 10) < l->last[k])
+            (*lost)++;
+        freeReplyObject(r);
+        checked++;
+    }
+    dcc_close(&c);
+    free(want);
+    return checked;
+}
+
 int demo_main(int argc, char **argv, const char *self) {
-    demo d = {.base = 7000, .nodes = 3, .keys = 10000};
+    demo d = {.base = 7000, .nodes = 4, .keys = 500000, .value_size = 100, .join = 1};
     if (parse_flags(&d, argc, argv)) return 2;
+    if (d.join && d.nodes >= DEMO_MAX_NODES) {
+        fprintf(stderr, "keel demo: --nodes must be below %d to add one\n", DEMO_MAX_NODES);
+        return 2;
+    }
     snprintf(d.dir, sizeof d.dir, "/tmp/keel-demo-XXXXXX");
     if (!mkdtemp(d.dir)) return perror("keel demo: mkdtemp"), 1;
     ssize_t n = readlink("/proc/self/exe", d.exe, sizeof d.exe - 1);
@@ -196,20 +394,72 @@ int demo_main(int argc, char **argv, const char *self) {
         stop_cluster(&d);
         return 1;
     }
-    long acked = load_keys(&d);
-    usleep(1500 * 1000); /* one heartbeat, so the status shows the keys */
-    printf("\nkeel demo: a coordinator on 127.0.0.1:%ld and %ld nodes on ports %ld-%ld "
+    printf("keel demo: a coordinator on 127.0.0.1:%ld and %ld nodes on ports %ld-%ld "
            "(data and logs in %s)\n",
            d.base, d.nodes, d.base + 1, d.base + d.nodes, d.dir);
-    printf("loaded %ld of %ld sample keys (demo:0 .. demo:%ld) through the cluster map\n\n", acked,
-           d.keys, d.keys ? d.keys - 1 : 0);
+    fflush(stdout);
+    long acked = load_keys(&d);
+    printf("loaded %ld of %ld keys (demo:0 .. demo:%ld, %ld-byte values) through the cluster map\n",
+           acked, d.keys, d.keys ? d.keys - 1 : 0, d.value_size);
+    fflush(stdout);
+    status = acked == d.keys ? 0 : 1;
+    if (d.join && !stop_requested) {
+        /* The rebalance loop: plan every 2 s, as many moves as help. */
+        freeReplyObject(coord_cmd(&d, "SETTING SET rebalance_interval_s 2"));
+        freeReplyObject(coord_cmd(&d, "SETTING SET max_moves_per_round 0"));
+        freeReplyObject(coord_cmd(&d, "SETTING SET cleanup_after_s 30"));
+        usleep(2500 * 1000); /* two heartbeats: the coordinator sees the keys */
+        dload load;
+        if (dload_start(&load, (int)d.base, (int)d.nodes, d.keys, 10000)) {
+            fprintf(stderr, "keel demo: cannot start the background load\n");
+            stop_cluster(&d);
+            return 1;
+        }
+        usleep(3000 * 1000);                             /* the "before" latency */
+        spread before = measure_spread(&d, d.nodes + 1); /* counting the empty newcomer */
+        double first_id = last_move_id(&d);
+        load.phase = DLOAD_DURING;
+        spawn_node(&d, ++d.nodes);
+        double secs = watch_rebalance(&d, first_id);
+        load.phase = DLOAD_AFTER;
+        dload_stop(&load);
+        usleep(1500 * 1000); /* heartbeats: metrics of the final placement */
+        spread after = measure_spread(&d, d.nodes);
+        move_sum ms = sum_moves(&d, first_id);
+        long lost = 0, checked = verify(&d, &load, &lost);
+        double floor = before.floor_bytes; /* what must leave the old nodes, at least */
+        printf("\n==== keel demo: summary ====\n");
+        printf("time to balanced            %s%.1f s\n", secs < 0 ? "not reached after " : "",
+               secs < 0 ? (double)REBALANCE_TIMEOUT_S : secs);
+        printf("moves                       %d committed, %d aborted\n", ms.committed, ms.aborted);
+        printf("bytes moved / floor         %.1f MB / %.1f MB = %.2f\n", ms.bytes / 1e6,
+               floor / 1e6, floor > 0 ? ms.bytes / floor : 0);
+        printf("imbalance by bytes          %.3f before -> %.3f after (max/mean over %ld nodes)\n",
+               before.bytes_ratio, after.bytes_ratio, d.nodes);
+        printf("imbalance by keys           %.3f before -> %.3f after\n", before.keys_ratio,
+               after.keys_ratio);
+        printf("client p99 / max latency    before %.2f / %.2f ms, during %.2f / %.2f ms\n",
+               dload_pct(&load, DLOAD_BEFORE, 99), dload_max(&load, DLOAD_BEFORE),
+               dload_pct(&load, DLOAD_DURING, 99), dload_max(&load, DLOAD_DURING));
+        printf("max write pause             %.1f ms (fence to new owner serving)\n", ms.max_pause);
+        printf("client ops                  %llu before, %llu during (redirects %llu, "
+               "TRYAGAIN %llu)\n",
+               (unsigned long long)load.ops[DLOAD_BEFORE],
+               (unsigned long long)load.ops[DLOAD_DURING], (unsigned long long)load.c.moved,
+               (unsigned long long)load.c.tryagain);
+        printf("client errors               %llu (wrong reads %llu)\n",
+               (unsigned long long)load.c.errors, (unsigned long long)load.wrong_reads);
+        printf("lost writes                 %ld of %ld keys checked\n", lost, checked);
+        if (lost || load.c.errors || load.wrong_reads || secs < 0) status = 1;
+        dload_free(&load);
+    }
+    printf("\n");
     print_status(&d);
     printf("\nconnect:  redis-cli -c -p %ld GET demo:42\n", d.base + 1);
-    printf("          build/keel status --coord 127.0.0.1:%ld\n", d.base);
+    printf("          build/keel moves --coord 127.0.0.1:%ld\n", d.base);
     printf("          build/keel partitions --coord 127.0.0.1:%ld --node n1\n", d.base);
     printf("%s\n\n", d.exit_after ? "stopping after --exit-after" : "press Ctrl-C to stop");
     fflush(stdout);
-    status = acked == d.keys ? 0 : 1;
     time_t until = d.exit_after ? time(NULL) + d.exit_after : 0;
     while (!stop_requested && (!until || time(NULL) < until)) {
         int st;

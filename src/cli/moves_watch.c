@@ -35,8 +35,10 @@ static int in_flight(const char *state) {
            !strcmp(state, "CATCHING_UP") || !strcmp(state, "FENCED");
 }
 
-/* One frame; returns the number of moves in flight, or -1 on error. */
-static int frame(redisContext *c, int all, int tty) {
+/* One frame (clearing the screen first when tty), with header lines printed
+ * under the title; returns the number of moves in flight, or -1 on error.
+ * Shared with the demo. */
+int moves_render(redisContext *c, int all, int tty, const char *header) {
     redisReply *r = redisCommand(c, all ? "MOVES JSON ALL" : "MOVES JSON");
     if (!r || r->type != REDIS_REPLY_STRING) {
         fprintf(stderr, "keel moves: %s\n", r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
@@ -57,7 +59,7 @@ static int frame(redisContext *c, int all, int tty) {
     int active = 0;
     const cJSON *o;
     cJSON_ArrayForEach(o, arr) active += in_flight(str(o, "state"));
-    printf("keel moves  %s  in flight: %d\n\n", ts, active);
+    printf("keel moves  %s  in flight: %d\n%s\n", ts, active, header ? header : "");
     cJSON_ArrayForEach(o, arr) {
         const char *st = str(o, "state");
         double bytes = num(o, "bytes"), total = num(o, "total_bytes"), lag = num(o, "lag_bytes");
@@ -88,7 +90,7 @@ static int frame(redisContext *c, int all, int tty) {
 int moves_watch(redisContext *c, int all) {
     int tty = isatty(STDOUT_FILENO);
     for (;;) {
-        int n = frame(c, all, tty);
+        int n = moves_render(c, all, tty, NULL);
         if (n < 0) return 1;
         /* Stop once nothing is in flight (with nothing in flight from the
          * start, that is after one frame). */

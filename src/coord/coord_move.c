@@ -631,7 +631,8 @@ void coord_move_report(coord *co, const char *from, int argc, char **argv) {
     snprintf(m->phase, sizeof m->phase, "%s", phase);
     m->bytes = strtoull(argv[3], NULL, 10);
     m->keys = strtoull(argv[4], NULL, 10);
-    m->lag_bytes = strtoull(argv[5], NULL, 10);
+    int lag_known = argv[5][0] != '-'; /* "-1": the catch-up has not answered yet */
+    m->lag_bytes = lag_known ? strtoull(argv[5], NULL, 10) : 0;
     m->lag_ms = strtoull(argv[6], NULL, 10);
     m->rate_bps = strtod(argv[7], NULL);
     const char *reason = argc > 8 && argv[8][0] ? argv[8] : NULL;
@@ -664,9 +665,11 @@ void coord_move_report(coord *co, const char *from, int argc, char **argv) {
             refresh(x, m);
     }
     mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes);
-    if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP &&
-        (!strcmp(phase, "caught-up") ||
-         m->lag_bytes <= (uint64_t)coord_setting_ll(co, "fence_lag_bytes")))
+    /* Fence only on a measured backlog under fence_lag_bytes: the fence
+     * drains the rest while writes are held. */
+    if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP && lag_known &&
+        (!strcmp(phase, "catching-up") || !strcmp(phase, "caught-up")) &&
+        m->lag_bytes <= (uint64_t)coord_setting_ll(co, "fence_lag_bytes"))
         start_fence(x, m);
 }
 

@@ -22,7 +22,7 @@
 
 static int parse_u64(const char *s, uint64_t *out) {
     char *end;
-    if (!s[0] || s[0] == '-') return -1;
+    if (s[0] < '0' || s[0] > '9') return -1; /* no sign, no blanks */
     unsigned long long v = strtoull(s, &end, 10);
     if (*end) return -1;
     *out = v;

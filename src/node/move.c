@@ -123,6 +123,8 @@ typedef struct out_move {
     uint64_t bytes_sent;
     int overflow; /* the log passed LOG_MAX: the move cannot converge */
     client *waiter;
+    int waiter_changes; /* the waiter is a CHANGES long poll (new changes wake it) */
+    int waiting_tokens; /* ...or waits for the throttle (only its timer wakes it) */
     uv_timer_t timer;
 } out_move;
 
@@ -332,6 +334,10 @@ static void on_out_timer(uv_timer_t *t) {
     out_wake(t->data, 1);
 }
 
+static void on_out_wake_now(uv_timer_t *t) {
+    out_wake(t->data, 0);
+}
+
 /* Capture callback: runs inside the store's turn write; only appends. */
 static void on_change(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
                       size_t vlen) {
@@ -345,7 +351,10 @@ static void on_change(void *arg, unsigned slot, const char *key, size_t klen, co
         o->overflow = 1; /* reported to D, which reports non-converging */
         return;
     }
-    if (o->waiter) uv_timer_start(&o->timer, on_out_timer, 0, 0);
+    /* A long poll waiting for data re-runs now; a request waiting for
+     * tokens keeps waiting for them. */
+    if (o->waiter && o->waiter_changes && !o->waiting_tokens)
+        uv_timer_start(&o->timer, on_out_wake_now, 0, 0);
 }
 
 static void out_close_cb(uv_handle_t *h) {
@@ -431,7 +440,10 @@ static void in_report(in_move *in, const char *phase, const char *reason) {
     snprintf(id, sizeof id, "%llu", (unsigned long long)in->id);
     snprintf(b, sizeof b, "%llu", (unsigned long long)in->bytes);
     snprintf(k, sizeof k, "%llu", (unsigned long long)in->keys);
-    snprintf(lb, sizeof lb, "%llu", (unsigned long long)in->lag_bytes);
+    if (in->lag_bytes == UINT64_MAX)
+        snprintf(lb, sizeof lb, "-1"); /* not known yet */
+    else
+        snprintf(lb, sizeof lb, "%llu", (unsigned long long)in->lag_bytes);
     snprintf(lm, sizeof lm, "%llu", (unsigned long long)in->lag_ms);
     snprintf(r, sizeof r, "%.0f", in->rate);
     const char *argv[] = {"KEEL.MOVE.REPORT", id, phase, b, k, lb, lm, r, reason ? reason : ""};
@@ -577,6 +589,7 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
     } else {
         in->phase = IN_CATCHUP;
         in->best_backlog = UINT64_MAX;
+        in->lag_bytes = UINT64_MAX; /* unknown until the first CHANGES reply */
         keel_log(KEEL_LOG_INFO, "move_copy_done", "move=%llu partition=%u bytes=%llu keys=%llu",
                  (unsigned long long)in->id, in->p, (unsigned long long)in->bytes,
                  (unsigned long long)in->keys);
@@ -1057,9 +1070,11 @@ static out_move *data_move(dctx *x) {
 }
 
 /* Holds the request until wait_us passes (or out_wake). */
-static int data_wait(out_move *o, dctx *x, uint64_t wait_us) {
+static int data_wait(out_move *o, dctx *x, uint64_t wait_us, int changes, int tokens) {
     x->nc->waits_data = 1;
     o->waiter = x->c;
+    o->waiter_changes = changes;
+    o->waiting_tokens = tokens;
     uv_timer_start(&o->timer, on_out_timer, wait_us / 1000 + 1, 0);
     return RSERVER_HOLD;
 }
@@ -1076,11 +1091,12 @@ static int d_chunk(dctx *x) {
     if (maxb > CHUNK_MAX) maxb = CHUNK_MAX;
     uint64_t now = keel_mono_us();
     size_t want = (size_t)maxb;
-    /* Wait for a worthwhile amount rather than send crumbs; a forced wake
-     * (the timer) sends whatever there is. */
+    /* Wait for a worthwhile amount of tokens rather than send crumbs; the
+     * throttle is never bypassed (one key over the grant at most, since a
+     * chunk ends after the key that crosses it). */
     size_t worth = want / 4 < 65536 ? want / 4 : 65536;
     uint64_t wait = tbucket_wait_us(&o->tb, now, worth);
-    if (wait && x->nc->waits_data != 2) return data_wait(o, x, wait);
+    if (wait) return data_wait(o, x, wait, 0, 1);
     x->nc->waits_data = 0;
     size_t got = tbucket_take(&o->tb, now, want);
     if (!got) got = 1;
@@ -1129,12 +1145,22 @@ static int d_changes(dctx *x) {
     size_t avail = o->log.len - o->head;
     int forced = x->nc->waits_data == 2;
     if (!avail && !o->fenced && !o->overflow && !forced)
-        return data_wait(o, x, CHANGES_POLL_MS * 1000);
+        return data_wait(o, x, CHANGES_POLL_MS * 1000, 1, 0);
     uint64_t now = keel_mono_us();
     size_t want = avail < maxb ? avail : (size_t)maxb, got = want;
     if (want && !o->fenced) { /* the fence drains at full speed: it holds writes */
+        /* Tokens for at least the first whole record, or a worthwhile part
+         * of what is there; then whole records within what was granted. */
+        unsigned slot;
+        const char *k, *v;
+        size_t kl, vl;
+        size_t first =
+            16 + get_record(o->log.p + o->head + 16, avail - 16, &slot, &k, &kl, &v, &vl);
+        size_t need = want / 4 > first ? (want / 4 < 65536 ? want / 4 : 65536) : first;
+        if (need > want) need = want;
+        uint64_t wait = tbucket_wait_us(&o->tb, now, need);
+        if (wait) return data_wait(o, x, wait, 1, 1);
         got = tbucket_take(&o->tb, now, want);
-        if (!got && !forced) return data_wait(o, x, tbucket_wait_us(&o->tb, now, 4096));
     }
     x->nc->waits_data = 0;
     /* Whole records up to got bytes (at least one when any is allowed). */
