@@ -5,7 +5,7 @@
  *   keel status|nodes|partitions [--node ID] [--json]
  *   keel set NAME VALUE | keel unset NAME
  *   keel pause [--reason TEXT] | keel resume
- *   keel drain NODE | keel remove NODE
+ *   keel drain NODE | keel remove NODE | keel unquarantine NODE
  *   keel move PARTITION NODE [--json] | keel cancel MOVE
  *   keel moves [--json] [--all] [--watch]     (--watch: moves_watch.c)
  *   keel plan --coord HOST:PORT [--json]      (plan.c hands this case here)
@@ -42,6 +42,7 @@ static const admin_cmd cmds[] = {
     {"resume", "RESUME", NULL, 0, 0, 0, 0, ""},
     {"drain", "DRAIN", NULL, 1, 0, 0, 0, " NODE"},
     {"remove", "REMOVE", NULL, 1, 0, 0, 0, " NODE"},
+    {"unquarantine", "UNQUARANTINE", NULL, 1, 0, 0, 0, " NODE"},
     {"move", "MOVE", NULL, 2, 1, 0, 0, " PARTITION NODE"},
     {"cancel", "CANCEL", NULL, 1, 0, 0, 0, " MOVE"},
     {"moves", "MOVES", NULL, 0, 1, 0, 0, " [--all] [--watch]", 1},
@@ -192,6 +193,7 @@ ADMIN_MAIN(pause_main, "pause")
 ADMIN_MAIN(resume_main, "resume")
 ADMIN_MAIN(drain_main, "drain")
 ADMIN_MAIN(remove_main, "remove")
+ADMIN_MAIN(unquarantine_main, "unquarantine")
 ADMIN_MAIN(move_main, "move")
 ADMIN_MAIN(cancel_main, "cancel")
 ADMIN_MAIN(moves_main, "moves")

@@ -7,22 +7,23 @@
 #include <stdio.h>
 #include <string.h>
 
-int demo_main(int argc, char **argv, const char *self);       /* demo.c */
-int coord_main(int argc, char **argv, const char *self);      /* coord_main.c */
-int status_main(int argc, char **argv, const char *self);     /* admin.c */
-int nodes_main(int argc, char **argv, const char *self);      /* admin.c */
-int partitions_main(int argc, char **argv, const char *self); /* admin.c */
-int set_main(int argc, char **argv, const char *self);        /* admin.c */
-int unset_main(int argc, char **argv, const char *self);      /* admin.c */
-int pause_main(int argc, char **argv, const char *self);      /* admin.c */
-int resume_main(int argc, char **argv, const char *self);     /* admin.c */
-int drain_main(int argc, char **argv, const char *self);      /* admin.c */
-int remove_main(int argc, char **argv, const char *self);     /* admin.c */
-int move_main(int argc, char **argv, const char *self);       /* admin.c */
-int cancel_main(int argc, char **argv, const char *self);     /* admin.c */
-int moves_main(int argc, char **argv, const char *self);      /* admin.c */
-int plan_main(int argc, char **argv, const char *self);       /* plan.c */
-int sim_main(int argc, char **argv, const char *self);        /* sim.c */
+int demo_main(int argc, char **argv, const char *self);         /* demo.c */
+int coord_main(int argc, char **argv, const char *self);        /* coord_main.c */
+int status_main(int argc, char **argv, const char *self);       /* admin.c */
+int nodes_main(int argc, char **argv, const char *self);        /* admin.c */
+int partitions_main(int argc, char **argv, const char *self);   /* admin.c */
+int set_main(int argc, char **argv, const char *self);          /* admin.c */
+int unset_main(int argc, char **argv, const char *self);        /* admin.c */
+int pause_main(int argc, char **argv, const char *self);        /* admin.c */
+int resume_main(int argc, char **argv, const char *self);       /* admin.c */
+int drain_main(int argc, char **argv, const char *self);        /* admin.c */
+int remove_main(int argc, char **argv, const char *self);       /* admin.c */
+int move_main(int argc, char **argv, const char *self);         /* admin.c */
+int unquarantine_main(int argc, char **argv, const char *self); /* admin.c */
+int cancel_main(int argc, char **argv, const char *self);       /* admin.c */
+int moves_main(int argc, char **argv, const char *self);        /* admin.c */
+int plan_main(int argc, char **argv, const char *self);         /* plan.c */
+int sim_main(int argc, char **argv, const char *self);          /* sim.c */
 
 static int node_main(int argc, char **argv, const char *self) {
     node_config cfg;
@@ -58,6 +59,7 @@ static const struct {
     {"resume", resume_main, "lift the kill switch"},
     {"drain", drain_main, "mark a node DRAINING: the planner empties it"},
     {"remove", remove_main, "mark an empty node REMOVED"},
+    {"unquarantine", unquarantine_main, "let a quarantined node receive data again"},
     {"move", move_main, "move a partition: keel move PARTITION NODE [--json]"},
     {"cancel", cancel_main, "cancel a move that has not committed: keel cancel MOVE"},
     {"moves", moves_main, "moves in flight and recent ones [--json] [--all] [--watch]"},

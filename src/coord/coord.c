@@ -62,6 +62,8 @@ const setting_def coord_settings[] = {
     {"max_moves_cluster", "0", "moves at once in the cluster (0 = max(1, nodes/2))", 0, 100000},
     {"rebalance_interval_s", "0", "how often the rebalance loop plans (0 = the loop is off)", 0,
      86400},
+    {"latency_objective_ms", "50",
+     "rebalancing waits while a node's p99 is above this (0 = never waits)", 0, 600000},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -216,8 +218,57 @@ member *coord_member(coord *co, const char *id, int create) {
     return m;
 }
 
+int coord_quarantined(coord *co, const char *id) {
+    mapstore_setting st;
+    if (mapstore_setting_get(co->ms, "quarantined", &st)) return 0;
+    size_t n = strlen(id);
+    for (const char *p = st.value; (p = strstr(p, id)); p += n)
+        if ((p == st.value || p[-1] == ' ') && (p[n] == ' ' || !p[n])) return 1;
+    return 0;
+}
+
+int coord_quarantine_set(coord *co, const char *id, int on) {
+    mapstore_setting st;
+    char list[MAPSTORE_SETTING_VALUE_MAX + 1] = "";
+    if (mapstore_setting_get(co->ms, "quarantined", &st) == 0)
+        snprintf(list, sizeof list, "%s", st.value);
+    char out[MAPSTORE_SETTING_VALUE_MAX + 1] = "";
+    size_t len = 0;
+    for (char *save = NULL, *tok = strtok_r(list, " ", &save); tok;
+         tok = strtok_r(NULL, " ", &save))
+        if (strcmp(tok, id))
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "", tok);
+    if (on) {
+        if (len + strlen(id) + 2 > MAPSTORE_SETTING_VALUE_MAX) return KEEL_ELIMIT;
+        snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "", id);
+    }
+    if (!out[0]) {
+        int rc = mapstore_setting_unset(co->ms, "quarantined");
+        return rc == KEEL_ENOTFOUND ? 0 : rc;
+    }
+    return mapstore_setting_set(co->ms, "quarantined", out, keel_wall_ms());
+}
+
+/* A node that went from UP to SUSPECT or DOWN failed once; the fourth
+ * failure within an hour quarantines it. */
+static void count_failure(coord *co, const char *id, int64_t now) {
+    member *m = coord_member(co, id, 1);
+    if (!m) return;
+    memmove(m->failures_ms, m->failures_ms + 1, sizeof m->failures_ms - sizeof *m->failures_ms);
+    m->failures_ms[3] = now;
+    if (m->failures_ms[0] && now - m->failures_ms[0] <= 3600 * 1000 && !coord_quarantined(co, id)) {
+        if (coord_quarantine_set(co, id, 1) == 0)
+            keel_log(KEEL_LOG_WARN, "node_quarantined",
+                     "node=%s failures_in_last_hour=4 action=\"no data moves to it until keel "
+                     "unquarantine\"",
+                     id);
+    }
+}
+
 static void set_state(coord *co, const mapstore_node *n, mapstore_node_state to, const char *why) {
     if (n->state == to) return;
+    if (n->state == MAPSTORE_NODE_UP && (to == MAPSTORE_NODE_SUSPECT || to == MAPSTORE_NODE_DOWN))
+        count_failure(co, n->id, keel_wall_ms());
     if (mapstore_node_set_state(co->ms, n->id, to)) {
         keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s error=\"%s\"", n->id,
                  mapstore_errmsg(co->ms));
@@ -283,6 +334,9 @@ static int add_nodes(coord *co, int64_t now, const mapstore_node *nodes, size_t 
                    : nodes[k].state == MAPSTORE_NODE_DRAINING ? PLAN_NODE_DRAINING
                    : nodes[k].state == MAPSTORE_NODE_SUSPECT  ? PLAN_NODE_SUSPECT
                                                               : PLAN_NODE_DOWN;
+        /* Quarantined: frozen, so it receives nothing. */
+        if (pn.state == PLAN_NODE_UP && coord_quarantined(co, nodes[k].id))
+            pn.state = PLAN_NODE_SUSPECT;
         member *mb = coord_member(co, nodes[k].id, 0);
         if (mb) {
             pn.disk_used = (double)mb->disk_used;

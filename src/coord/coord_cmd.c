@@ -169,6 +169,7 @@ static cJSON *status_json(coord *co, int64_t now) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", v[k].n.id);
         cJSON_AddStringToObject(o, "state", mapstore_node_state_name(v[k].n.state));
+        cJSON_AddBoolToObject(o, "quarantined", coord_quarantined(co, v[k].n.id));
         cJSON_AddNumberToObject(o, "partitions", (double)v[k].partitions);
         cJSON_AddNumberToObject(o, "bytes", (double)v[k].bytes);
         cJSON_AddNumberToObject(o, "keys", (double)v[k].keys);
@@ -420,6 +421,8 @@ static void take_metrics(coord *co, member *m, const char *json) {
     if (!r) return;
     const cJSON *du = cJSON_GetObjectItemCaseSensitive(r, "disk_used");
     const cJSON *dc = cJSON_GetObjectItemCaseSensitive(r, "disk_capacity");
+    const cJSON *p99 = cJSON_GetObjectItemCaseSensitive(r, "p99_ms");
+    if (cJSON_IsNumber(p99)) m->p99_ms = p99->valuedouble;
     if (cJSON_IsNumber(du)) m->disk_used = (uint64_t)du->valuedouble;
     if (cJSON_IsNumber(dc)) m->disk_capacity = (uint64_t)dc->valuedouble;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(r, "partitions"), *e;
@@ -508,6 +511,7 @@ static const ccmd table[] = {
     {"drain", 2, 2, F_ADMIN, coord_c_drain, NULL},
     {"remove", 2, 2, F_ADMIN, coord_c_remove, NULL},
     {"failpoint", 2, 4, F_ADMIN, coord_c_failpoint, NULL},
+    {"unquarantine", 2, 2, F_ADMIN, coord_c_unquarantine, NULL},
     {"move", 3, 5, F_ADMIN, coord_c_move, NULL},
     {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},

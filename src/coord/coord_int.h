@@ -23,6 +23,8 @@ typedef struct member {
     uint64_t bytes, keys;
     double ops;
     uint64_t disk_used, disk_capacity;
+    double p99_ms;          /* foreground p99 over the last heartbeat interval */
+    int64_t failures_ms[4]; /* the last 4 times it went UP -> SUSPECT/DOWN */
 } member;
 
 /* Per-partition metrics from the owner's heartbeats. */
@@ -101,11 +103,17 @@ void coord_c_plan(cctx *x);
 void coord_c_drain(cctx *x);
 void coord_c_remove(cctx *x);
 void coord_c_failpoint(cctx *x);
+void coord_c_unquarantine(cctx *x);
 void coord_c_move(cctx *x);
 void coord_c_cancel(cctx *x);
 void coord_c_moves(cctx *x);
 
 member *coord_member(coord *co, const char *id, int create);
+/* Quarantine (DESIGN §7): a node that failed more than 3 times in an hour
+ * receives no data until an operator clears it. Kept in the setting
+ * "quarantined" (space-separated ids) so it survives restarts. */
+int coord_quarantined(coord *co, const char *id);
+int coord_quarantine_set(coord *co, const char *id, int on);
 /* The current map as JSON (cached per version). NULL on failure. */
 const kbuf *coord_map_json(coord *co);
 /* Places unowned partitions on UP nodes if the bootstrap wait is over. */

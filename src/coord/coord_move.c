@@ -690,6 +690,9 @@ int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
     if (n.state != MAPSTORE_NODE_UP)
         return snprintf(err, cap, "node %s is %s, not UP", to, mapstore_node_state_name(n.state)),
                KEEL_EINVAL;
+    if (coord_quarantined(co, to))
+        return snprintf(err, cap, "node %s is quarantined (keel unquarantine %s)", to, to),
+               KEEL_EINVAL;
     if (!strcmp(part.owner, to))
         return snprintf(err, cap, "node %s already owns partition %u", to, p), KEEL_EINVAL;
     if (!node_is_up(x, part.owner))

@@ -7,6 +7,7 @@
  *                        them now, with reasons, floor and efficiency
  *   DRAIN <node>         the node becomes DRAINING: the planner empties it
  *   REMOVE <node>        REMOVED, refused while it still owns a partition
+ *   UNQUARANTINE <node>  a quarantined node may receive data again
  *   FAILPOINT SET <name> <spec> | FAILPOINT LIST | FAILPOINT CLEAR
  *                        the coordinator's failpoints (core/failpoint), for
  *                        fault tests; admin-authenticated like the rest
@@ -228,4 +229,21 @@ void coord_c_failpoint(cctx *x) {
         coord_reply_err(
             x, "ERR syntax: FAILPOINT SET <name> <spec> | FAILPOINT LIST | FAILPOINT CLEAR");
     }
+}
+
+void coord_c_unquarantine(cctx *x) {
+    char msg[320];
+    if (!coord_quarantined(x->co, x->argv[1])) {
+        snprintf(msg, sizeof msg, "ERR node %.64s is not quarantined", x->argv[1]);
+        coord_reply_err(x, msg);
+        return;
+    }
+    if (coord_quarantine_set(x->co, x->argv[1], 0)) {
+        store_err(x);
+        return;
+    }
+    member *m = coord_member(x->co, x->argv[1], 0);
+    if (m) memset(m->failures_ms, 0, sizeof m->failures_ms);
+    keel_log(KEEL_LOG_WARN, "node_unquarantined", "node=%s by=%s", x->argv[1], x->c->addr);
+    resp_w_simple(&x->c->out, "OK");
 }

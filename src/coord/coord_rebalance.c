@@ -46,6 +46,29 @@ static int any_node_up(coord *co) {
     return up > 0;
 }
 
+/* The node over the latency objective, if rebalancing should wait for it:
+ * NULL when none is, or when a draining node or one above disk_high makes
+ * moving urgent. */
+static const char *latency_blocker(coord *co) {
+    double objective = coord_setting_d(co, "latency_objective_ms");
+    if (objective <= 0) return NULL;
+    mapstore_node *nodes = NULL;
+    size_t n = 0;
+    if (mapstore_node_list(co->ms, &nodes, &n)) return NULL;
+    const char *slow = NULL;
+    int urgent = 0;
+    double high = coord_setting_d(co, "disk_high");
+    for (size_t i = 0; i < n; i++) {
+        member *m = coord_member(co, nodes[i].id, 0);
+        if (nodes[i].state == MAPSTORE_NODE_DRAINING) urgent = 1;
+        if (!m) continue;
+        if (m->disk_capacity && (double)m->disk_used / (double)m->disk_capacity > high) urgent = 1;
+        if (nodes[i].state == MAPSTORE_NODE_UP && m->p99_ms > objective) slow = m->id;
+    }
+    free(nodes);
+    return urgent ? NULL : slow;
+}
+
 /* One round: plan on the current metrics and enqueue the moves. */
 static void round_run(struct coord_rebalance_state *r, int64_t now) {
     coord *co = r->co;
@@ -66,6 +89,11 @@ static void round_run(struct coord_rebalance_state *r, int64_t now) {
     }
     if (!any_node_up(co)) {
         skip(r, REBALANCE_SKIP_NO_NODES, NULL);
+        return;
+    }
+    const char *slow = latency_blocker(co);
+    if (slow) {
+        skip(r, REBALANCE_SKIP_LATENCY, slow);
         return;
     }
     plan_model m;

@@ -11,7 +11,10 @@
  *                   metrics do not show it yet;
  *   stale-metrics   some live node's metrics are older than three heartbeats
  *                   (the planner refuses to act on missing data);
- *   no-nodes        no node is UP.
+ *   no-nodes        no node is UP;
+ *   latency         a node reports a foreground p99 above
+ *                   latency_objective_ms, and no node is draining or above
+ *                   its high disk watermark (those cannot wait).
  * A round that runs may still propose nothing (balanced, inside the dead
  * band, min_residence...): `keel plan` shows why.
  *
@@ -30,6 +33,7 @@ typedef struct coord coord;
     X(SETTLING, "settling")                                                                        \
     X(STALE, "stale-metrics")                                                                      \
     X(NO_NODES, "no-nodes")                                                                        \
+    X(LATENCY, "latency")                                                                          \
     X(ERROR, "error")
 
 typedef enum {

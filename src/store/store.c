@@ -280,8 +280,7 @@ static int open_stats(store *s) {
                  !clean     ? "no-clean-close"
                  : !current ? "stats-old-format"
                             : "stats-unreadable",
-                 (unsigned long long)s->total_keys,
-                 (unsigned long long)s->total_bytes,
+                 (unsigned long long)s->total_keys, (unsigned long long)s->total_bytes,
                  (unsigned long long)((keel_mono_us() - t0) / 1000));
     }
     if (!clean) return 0;
@@ -673,8 +672,8 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
     return e;
 }
 
-static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes,
-                       int64_t dexpires, uint64_t dxor) {
+static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes, int64_t dexpires,
+                       uint64_t dxor) {
     if (!t->tidx[slot]) {
         if (t->ntouched == t->cap_touched) {
             size_t cap = t->cap_touched ? t->cap_touched * 2 : 16;
