@@ -976,8 +976,10 @@ static int d_cleanup(dctx *x) {
     }
     char st[16];
     uint64_t rm = 0, re = 0;
-    if (load_state(mv, (unsigned)p, st, sizeof st, &rm, &re) && rm == m && !strcmp(st, "RETIRED") &&
-        ptable_state(mv->s->pt, (unsigned)p) == PART_RETIRED) {
+    /* The record says RETIRED, or still FENCED/OUTGOING when the commit
+     * reached this node as a map while its move state was gone (restart). */
+    if (load_state(mv, (unsigned)p, st, sizeof st, &rm, &re) && rm == m &&
+        strcmp(st, "INCOMING") != 0 && ptable_state(mv->s->pt, (unsigned)p) == PART_RETIRED) {
         if (FAILPOINT("move.before_cleanup") == FP_ERROR) {
             d_err(x, "ERR failpoint move.before_cleanup");
             return 0;
@@ -1211,7 +1213,9 @@ void move_map_changed(moves *mv) {
     for (int i = 0; i < MOVES_MAX; i++) {
         in_move *in = mv->in[i];
         if (!in || ptable_state(s->pt, in->p) != PART_SERVING) continue;
-        persist(mv, in->p, "NONE", in->id, in->epoch, NULL);
+        /* The INCOMING record stays: with a map that says this node owns p
+         * it means SERVING (move_restore), so clearing it is not worth an
+         * fsync on the commit path; the next move of p overwrites it. */
         keel_log(KEEL_LOG_INFO, "move_committed", "move=%llu partition=%u role=destination",
                  (unsigned long long)in->id, in->p);
         mv->st.commits_total++;
@@ -1225,18 +1229,6 @@ void move_map_changed(moves *mv) {
             nc = nc->hnext;
         if (!nc) break;
         release_held(mv, nc->held_p, 0);
-    }
-    /* Records of moves that committed while we were away (restart). */
-    unsigned np = ptable_partitions(s->pt);
-    for (unsigned p = 0; p < np; p++) {
-        part_state ps = ptable_state(s->pt, p);
-        if (ps == PART_RETIRED || ps == PART_SERVING) {
-            char st[16];
-            uint64_t m, e;
-            if (!load_state(mv, p, st, sizeof st, &m, &e)) continue;
-            if (ps == PART_RETIRED && strcmp(st, "RETIRED")) persist(mv, p, "RETIRED", m, e, NULL);
-            if (ps == PART_SERVING && !strcmp(st, "INCOMING")) persist(mv, p, "NONE", m, e, NULL);
-        }
     }
 }
 
@@ -1259,6 +1251,9 @@ int move_restore(moves *mv) {
             ps = mine ? PART_SERVING : PART_RETIRED; /* the capture is gone: it will abort */
         else
             ps = mine ? PART_SERVING : PART_RETIRED;
+        /* A map that gives p away means the move committed while we were
+         * down: the copy here is a retired one, kept until CLEANUP. */
+        if (ps == PART_RETIRED && strcmp(st, "RETIRED")) persist(mv, p, "RETIRED", m, e, NULL);
         ptable_set_state(s->pt, p, ps);
         keel_log(KEEL_LOG_INFO, "move_state_restored", "partition=%u record=%s move=%llu state=%s",
                  p, st, (unsigned long long)m, part_state_name(ps));
