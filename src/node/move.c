@@ -1280,6 +1280,11 @@ static const dcmd dcmds[] = {
 };
 
 int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len) {
+    if (!mv) { /* not in a coordinated cluster: no peers at all */
+        keel_log(KEEL_LOG_WARN, "peer_command_refused", "addr=%s reason=no-cluster", c->addr);
+        resp_w_error(&c->out, PEERSERVE_NOPERM);
+        return 0;
+    }
     node_conn *nc = node_conn_of(c);
     if (!nc) {
         resp_w_error(&c->out, "ERR out of memory");
