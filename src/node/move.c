@@ -42,7 +42,9 @@
 #include <strings.h>
 
 #define MOVES_MAX 16              /* moves in or out at once on one node */
-#define CHUNK_MAX (1u << 20)      /* bytes per chunk or changes reply */
+#define CHUNK_MAX (1u << 20)      /* most bytes a chunk or changes reply may ask for */
+#define PULL_BYTES (256u << 10)   /* what D asks for: a reply is applied in one turn */
+#define PULL_DEPTH 2              /* chunk requests D keeps in flight */
 #define CHANGES_POLL_MS 100       /* long poll of an empty CHANGES */
 #define REPORT_MS 250             /* progress reports to the coordinator */
 #define LOG_MAX ((size_t)1 << 30) /* captured bytes S keeps for one move */
@@ -109,7 +111,9 @@ typedef struct out_move {
     uint64_t id, epoch;
     unsigned p;
     char dst[KEEL_ID_MAX + 1];
-    store_snapshot *snap;
+    store_snapshot *snap; /* NULL once the copy has been read */
+    char *cursor;         /* the copy resumes after this encoded key; NULL = start */
+    size_t curlen;
     int capture;
     kbuf log;          /* change records */
     size_t head;       /* log bytes before head are acknowledged */
@@ -138,8 +142,8 @@ typedef struct in_move {
     int port;
     peerlink *link;
     int phase;
-    char *cursor;
-    size_t curlen;
+    int pulls;        /* chunk requests in flight */
+    int copied;       /* a chunk reply said the snapshot is exhausted */
     uint64_t applied; /* last change position applied */
     int fenced;
     uint64_t fence_pos;
@@ -360,6 +364,7 @@ static void on_change(void *arg, unsigned slot, const char *key, size_t klen, co
 static void out_close_cb(uv_handle_t *h) {
     out_move *o = h->data;
     kbuf_close(&o->log);
+    free(o->cursor);
     free(o);
 }
 
@@ -497,7 +502,7 @@ static int apply_chunk(in_move *in, const char *p, size_t n, int changes, uint64
         if (v && !changes) in->keys++;
         off += used;
     }
-    store_txn_commit(t);
+    store_txn_commit_lazy(t); /* no fsync per turn: VERIFY makes the copy durable */
     in->bytes += n;
     in->mv->st.bytes_received += n;
     return 0;
@@ -561,6 +566,7 @@ static void on_changes(void *arg, void *tag, redisReply *r) {
 static void on_chunk(void *arg, void *tag, redisReply *r) {
     in_move *in = tag;
     if (in->phase != IN_COPY) return;
+    in->pulls--;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[1]->type != REDIS_REPLY_STRING) {
         in_fail(in, r && r->type == REDIS_REPLY_ERROR ? "source-refused" : "source-unreachable");
@@ -575,18 +581,8 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
         in_fail(in, "failpoint");
         return;
     }
-    free(in->cursor);
-    in->cursor = NULL;
-    in->curlen = 0;
-    redisReply *next = r->element[0];
-    if (next->type == REDIS_REPLY_STRING) {
-        if (!(in->cursor = malloc(next->len ? next->len : 1))) {
-            in_fail(in, "out-of-memory");
-            return;
-        }
-        memcpy(in->cursor, next->str, next->len);
-        in->curlen = next->len;
-    } else {
+    if (r->element[0]->type != REDIS_REPLY_STRING) in->copied = 1;
+    if (in->copied && in->pulls == 0) { /* every reply in: the snapshot is here */
         in->phase = IN_CATCHUP;
         in->best_backlog = UINT64_MAX;
         in->lag_bytes = UINT64_MAX; /* unknown until the first CHANGES reply */
@@ -598,22 +594,24 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
     in_pull(in);
 }
 
-/* Sends the next data request to S. */
+/* Sends the next data requests to S: during the copy PULL_DEPTH chunk
+ * requests stay in flight (S keeps the cursor, so each continues where the
+ * previous one ended) and S's reads overlap with D's writes; the catch-up
+ * is one long poll at a time. */
 static void in_pull(in_move *in) {
     char id[24], n[24], a[24];
     snprintf(id, sizeof id, "%llu", (unsigned long long)in->id);
-    snprintf(n, sizeof n, "%u", CHUNK_MAX);
-    int rc;
+    snprintf(n, sizeof n, "%u", PULL_BYTES);
+    int rc = 0;
     if (in->phase == IN_COPY) {
-        const char *argv[] = {"KEEL.MOVE.CHUNK", id, in->cursor ? in->cursor : "", n};
-        size_t lens[] = {15, strlen(id), in->curlen, strlen(n)};
-        rc = peerlink_send(in->link, on_chunk, in, 4, argv, lens);
+        while (!rc && !in->copied && in->pulls < PULL_DEPTH) {
+            const char *argv[] = {"KEEL.MOVE.CHUNK", id, "", n};
+            if (!(rc = peerlink_send(in->link, on_chunk, in, 4, argv, NULL))) in->pulls++;
+        }
     } else if (in->phase == IN_CATCHUP) {
         snprintf(a, sizeof a, "%llu", (unsigned long long)in->applied);
         const char *argv[] = {"KEEL.MOVE.CHANGES", id, a, n};
         rc = peerlink_send(in->link, on_changes, in, 4, argv, NULL);
-    } else {
-        return;
     }
     if (rc) in_fail(in, "source-unreachable");
 }
@@ -632,9 +630,7 @@ static void in_link_down(void *arg, peerlink *l, const char *why) {
 }
 
 static void in_close_cb(uv_handle_t *h) {
-    in_move *in = h->data;
-    free(in->cursor);
-    free(in);
+    free(h->data);
 }
 
 static void in_end(moves *mv, in_move *in) {
@@ -1081,13 +1077,21 @@ static int data_wait(out_move *o, dctx *x, uint64_t wait_us, int changes, int to
     return RSERVER_HOLD;
 }
 
-/* KEEL.MOVE.CHUNK m after max-bytes -> [next | nil, records] */
+/* KEEL.MOVE.CHUNK m "" max-bytes -> ["more" | nil, records]: the next part
+ * of the snapshot, continuing after the last key sent (S keeps the cursor, so
+ * D may pipeline requests); nil once the snapshot is exhausted. */
 static int d_chunk(dctx *x) {
     out_move *o = data_move(x);
     if (!o) return 0;
     uint64_t maxb;
-    if (x->argc != 4 || arg_u64(x, 3, &maxb) || maxb == 0 || (x->len[2] && x->len[2] < 2)) {
-        d_err(x, "ERR bad KEEL.MOVE.CHUNK: move after max-bytes");
+    if (x->argc != 4 || x->len[2] || arg_u64(x, 3, &maxb) || maxb == 0) {
+        d_err(x, "ERR bad KEEL.MOVE.CHUNK: move \"\" max-bytes");
+        return 0;
+    }
+    if (!o->snap) { /* finished: pipelined requests past the end get nothing */
+        resp_w_array(&x->c->out, 2);
+        resp_w_null(&x->c->out, x->c->proto);
+        resp_w_bulk(&x->c->out, "", 0);
         return 0;
     }
     if (maxb > CHUNK_MAX) maxb = CHUNK_MAX;
@@ -1109,22 +1113,24 @@ static int d_chunk(dctx *x) {
     chunk_ctx cc = {&b};
     char *next = NULL;
     size_t nextlen = 0;
-    long n = store_copy_range(x->mv->s->st, o->snap, lo, hi, x->len[2] ? x->argv[2] : NULL,
-                              x->len[2], got, chunk_cb, &cc, &next, &nextlen);
+    long n = store_copy_range(x->mv->s->st, o->snap, lo, hi, o->cursor, o->curlen, got, chunk_cb,
+                              &cc, &next, &nextlen);
     if (n < 0) {
         kbuf_close(&b);
         d_err(x, "ERR copy failed: %s", keel_strerror((int)n));
         return 0;
     }
+    free(o->cursor);
+    o->cursor = next;
+    o->curlen = nextlen;
     o->bytes_sent += b.len;
     x->mv->st.bytes_sent += b.len;
     resp_w_array(&x->c->out, 2);
     if (next)
-        resp_w_bulk(&x->c->out, next, nextlen);
+        resp_w_bulk(&x->c->out, "more", 4);
     else
         resp_w_null(&x->c->out, x->c->proto);
     resp_w_bulk(&x->c->out, b.p ? b.p : "", b.len);
-    free(next);
     kbuf_close(&b);
     if (!next) { /* copied: let RocksDB drop the versions it kept for us */
         store_snapshot_free(o->snap);

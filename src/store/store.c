@@ -323,6 +323,10 @@ static void set_options(store *s, const store_opts *o) {
     rocksdb_options_set_create_missing_column_families(s->opts, 1);
     rocksdb_options_increase_parallelism(s->opts, 2);
     rocksdb_options_set_manual_wal_flush(s->opts, 1);
+    /* Write the WAL back in the background as it grows, so that a sync
+     * after a long run of unsynced writes (--fsync no, or a partition copied
+     * in with lazy commits) finds little left to do. */
+    rocksdb_options_set_wal_bytes_per_sync(s->opts, 1u << 20);
     rocksdb_options_set_write_buffer_size(s->opts, WRITE_BUFFER_BYTES);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(s->opts, 1);
     rocksdb_options_set_bytes_per_sync(s->opts, 1 << 20);
@@ -433,7 +437,7 @@ static void cmd_reset(store_txn *t) {
 /* Forgets the turn batch and the overlay. */
 static void turn_clear(store_txn *t) {
     rocksdb_writebatch_clear(t->wb);
-    t->turn_ops = 0;
+    t->turn_ops = t->turn_strict = 0;
     if (t->nents && t->hcap) memset(t->hidx, 0, t->hcap * sizeof *t->hidx);
     t->nents = 0;
     t->arena.len = 0;
@@ -451,7 +455,10 @@ static int turn_write(store *s) {
         if (rerr) {
             rc = rerr_log("store_commit", rerr);
         } else {
-            s->dirty = 1;
+            if (t->turn_strict)
+                s->dirty = 1;
+            else
+                s->lazy = 1; /* durable at the next fsync, not this turn's */
             /* Only what RocksDB accepted, while the overlay still holds it. */
             if (s->ncaptures) store__capture_emit(s);
         }
@@ -859,13 +866,14 @@ static uint64_t apply_delta(uint64_t v, int64_t d, unsigned slot) {
     return v + (uint64_t)d;
 }
 
-int store_txn_commit(store_txn *t) {
+static int txn_commit(store_txn *t, int lazy) {
     store *s = t->s;
     if (!t->open) return KEEL_EINVAL;
     char *rerr = NULL;
     rocksdb_writebatch_pop_save_point(t->wb, &rerr);
     if (rerr) rerr_log("store_txn_savepoint", rerr);
     t->turn_ops += t->nops;
+    if (!lazy) t->turn_strict += t->nops;
     for (size_t i = 0; i < t->ntouched; i++) {
         const slot_delta *d = &t->touched[i];
         slot_stat *st = &s->stats[d->slot];
@@ -882,6 +890,14 @@ int store_txn_commit(store_txn *t) {
     }
     cmd_reset(t);
     return 0;
+}
+
+int store_txn_commit(store_txn *t) {
+    return txn_commit(t, 0);
+}
+
+int store_txn_commit_lazy(store_txn *t) {
+    return txn_commit(t, 1);
 }
 
 void store_txn_abort(store_txn *t) {
@@ -909,7 +925,7 @@ static int flush_wal(store *s, int sync, uint64_t *fsync_us) {
     } else {
         s->unsynced = 1;
     }
-    s->dirty = 0;
+    s->dirty = s->lazy = 0;
     return 0;
 }
 
@@ -927,7 +943,7 @@ int store_sync_wal(store *s, uint64_t *fsync_us) {
     if (s->txn.open) return KEEL_EINVAL;
     int rc = turn_write(s);
     if (rc) return rc;
-    if (!s->dirty && !s->unsynced) return 0;
+    if (!s->dirty && !s->unsynced && !s->lazy) return 0;
     return flush_wal(s, 1, fsync_us);
 }
 

@@ -123,6 +123,13 @@ int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int
 /* Commits the txn into the turn (see above). Returns 0, or KEEL_EINVAL if
  * no txn is open. The txn is closed either way. */
 int store_txn_commit(store_txn *t);
+/* Commits like store_txn_commit, except that the turn's group commit does
+ * not flush or fsync the WAL for these writes: they become durable at the
+ * next store_sync that does so for other writes, or at store_sync_wal (the
+ * everysec timer, or an explicit call). For data no client can see yet - a
+ * partition being copied in, whose destination calls store_sync_wal before
+ * its copy may commit - so a copy costs no fsync per turn. */
+int store_txn_commit_lazy(store_txn *t);
 /* Drops the txn's writes. */
 void store_txn_abort(store_txn *t);
 

@@ -88,6 +88,7 @@ struct store_txn {
     rocksdb_writebatch_t *wb; /* the turn batch */
     size_t nops;              /* puts and deletes of the current command */
     size_t turn_ops;          /* puts and deletes committed this turn */
+    size_t turn_strict;       /* ...of them, by commands that need the turn's fsync */
     txn_undo *undo;
     size_t nundo, cap_undo;
     slot_delta *touched; /* slots this txn changed, in first-touch order */
@@ -113,6 +114,7 @@ struct store {
     store_fsync fsync;
     int dirty;    /* committed since the last WAL flush */
     int unsynced; /* WAL flushed to the OS but not fsynced */
+    int lazy;     /* lazily committed writes not yet flushed (store_txn_commit_lazy) */
     char *dir;
     uint64_t total_keys, total_bytes, total_expires;
     slot_stat stats[STORE_SLOTS];
