@@ -45,6 +45,7 @@ demo: build
 bench: build
 	@./bench/node_vs_redis
 	@./bench/planner
+	@./bench/move
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
