@@ -411,6 +411,7 @@ static void c_keel_register(cctx *x, const char *id) {
     if (!co->first_register_ms) co->first_register_ms = x->now;
     keel_log(KEEL_LOG_INFO, "node_registered", "node=%s addr=%s:%ld rack=%s capacity=%g new=%d", id,
              n.host, port, n.rack[0] ? n.rack : "-", cap, !exists);
+    coord_moves_node_registered(co, id);
     resp_w_simple(&x->c->out, "OK");
 }
 

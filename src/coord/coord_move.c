@@ -31,7 +31,8 @@ typedef struct nlink {
     char id[KEEL_ID_MAX + 1];
     peerlink *pl;
     int ready, dead;
-    unsigned gen; /* +1 each time the link becomes ready */
+    unsigned gen;       /* +1 each time the link becomes ready */
+    int want_reconcile; /* the node registered: keep dialling until it is asked */
     int64_t retry_ms;
     struct nlink *next;
 } nlink;
@@ -612,10 +613,25 @@ static void on_state(void *arg, void *tag, redisReply *r) {
 }
 
 static void reconcile(cms *x, nlink *l) {
+    l->want_reconcile = 0;
     char t[24];
     num(t, sizeof t, x->co->term);
     const char *argv[] = {"KEEL.MOVE.STATE", t};
     peerlink_send(l->pl, on_state, (void *)(uintptr_t)l->gen, 2, argv, NULL);
+}
+
+void coord_moves_node_registered(coord *co, const char *id) {
+    cms *x = state_of(co);
+    if (!x) return;
+    nlink *l = link_get(x, id);
+    if (!l) return;
+    if (l->pl && l->ready) {
+        reconcile(x, l); /* the link survived: ask now */
+        return;
+    }
+    l->retry_ms = 0; /* dial now (the tick retries); link_ready reconciles */
+    l->want_reconcile = 1;
+    link_ready_for(x, id, keel_wall_ms());
 }
 
 /* ---- Reports from destinations -------------------------------------------------------- */
@@ -842,6 +858,8 @@ static void on_tick(uv_timer_t *t) {
         link_ready_for(x, m->rec.to, now);
         drive(x, m);
     }
+    for (nlink *l = x->links; l; l = l->next)
+        if (l->want_reconcile) link_ready_for(x, l->id, now);
 }
 
 void coord_moves_annotate(coord *co, plan_model *pm, int64_t now) {

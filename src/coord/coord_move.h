@@ -51,6 +51,11 @@ int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
  * KEEL_ENOTFOUND (no such move), KEEL_EINVAL (already committed or ended). */
 int coord_move_cancel(coord *co, uint64_t id, char *err, size_t cap);
 
+/* A node (re)registered: it may have restarted with move records of moves
+ * that ended meanwhile (a fence, an incoming copy, a retired copy). The
+ * executor (re)connects to it and settles them (KEEL.MOVE.STATE). */
+void coord_moves_node_registered(coord *co, const char *id);
+
 /* KEEL.MOVE.REPORT from node `from`: argv[1..] = move phase bytes keys
  * lag-bytes lag-ms rate reason. */
 void coord_move_report(coord *co, const char *from, int argc, char **argv);

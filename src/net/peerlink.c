@@ -9,8 +9,8 @@
 #include "net/peerlink.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "net/hiredis_uv.h"
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -27,9 +27,14 @@ struct peerlink {
     peerlink_cbs cbs;
     void *arg;
     link_state state;
-    int closed; /* by the owner: no more callbacks */
-    int refs;   /* the owner, the hiredis context while attached, each command in flight */
+    int closed;       /* by the owner: no more callbacks */
+    int refs;         /* the owner, the hiredis context while attached, each command in flight,
+                       * the handshake timer until closed */
+    uv_timer_t timer; /* the handshake must finish in HANDSHAKE_MS */
+    int timer_open;
 };
+
+#define HANDSHAKE_MS 3000
 
 /* One command in flight; holds a reference on its link. */
 typedef struct pending {
@@ -57,9 +62,20 @@ static void drop_ac(peerlink *l) {
     unref(l);
 }
 
+static void timer_closed(uv_handle_t *h) {
+    unref(h->data);
+}
+
+static void stop_timer(peerlink *l) {
+    if (!l->timer_open) return;
+    l->timer_open = 0;
+    uv_close((uv_handle_t *)&l->timer, timer_closed);
+}
+
 static void go_down(peerlink *l, const char *why) {
     if (l->state == S_DOWN) return;
     l->state = S_DOWN;
+    stop_timer(l);
     drop_ac(l);
     if (!l->closed && l->cbs.on_down) l->cbs.on_down(l->arg, l, why);
 }
@@ -73,6 +89,7 @@ static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
         return;
     }
     l->state = S_READY;
+    stop_timer(l);
     if (!l->closed && l->cbs.on_ready) l->cbs.on_ready(l->arg, l);
 }
 
@@ -132,6 +149,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     go_down(l, "connection-lost");
     unref(l);
 }
+static void on_handshake_timeout(uv_timer_t *t) {
+    go_down(t->data, "handshake-timeout");
+}
+
 peerlink *peerlink_open(uv_loop_t *loop, const char *host, int port, const char *self_id,
                         const char *expect_id, const peerauth_secret *secret,
                         const peerlink_cbs *cbs, void *arg) {
@@ -152,11 +173,22 @@ peerlink *peerlink_open(uv_loop_t *loop, const char *host, int port, const char 
         unref(l);
         return NULL;
     }
+    if (hiredis_uv_attach(l->ac, loop) != REDIS_OK) {
+        redisAsyncFree(l->ac);
+        unref(l);
+        return NULL;
+    }
     l->ac->data = l;
     l->refs++;
-    redisLibuvAttach(l->ac, loop);
     redisAsyncSetConnectCallback(l->ac, on_connect);
     redisAsyncSetDisconnectCallback(l->ac, on_disconnect);
+    /* A peer that accepts but never answers (stopped, wedged) must not hold
+     * the link in a handshake forever. */
+    uv_timer_init(loop, &l->timer);
+    l->timer.data = l;
+    l->timer_open = 1;
+    l->refs++;
+    uv_timer_start(&l->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
     return l;
 }
 
@@ -194,6 +226,7 @@ void peerlink_close(peerlink *l) {
     if (!l) return;
     l->closed = 1;
     l->state = S_DOWN;
+    stop_timer(l);
     drop_ac(l);
     unref(l);
 }

@@ -10,8 +10,9 @@
 #include "core/directive.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/clock.h"
+#include "net/hiredis_uv.h"
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -34,8 +35,9 @@ struct coordlink {
     link_state state;
     int hb_in_flight;
     int stopping;
-    int refs;  /* the timer, plus the hiredis context while one exists */
-    int fails; /* consecutive failed attempts, to keep the log readable */
+    int refs;          /* the timer, plus the hiredis context while one exists */
+    int fails;         /* consecutive failed attempts, to keep the log readable */
+    uint64_t state_ms; /* when the current dial or heartbeat started (monotonic) */
     directive_guard *guard;
     uv_timer_t timer; /* redial in DOWN, heartbeat in READY */
 };
@@ -57,7 +59,7 @@ static void on_heartbeat(redisAsyncContext *ac, void *r, void *priv);
 
 static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
     coordlink *l = priv;
-    if (l->stopping) return;
+    if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
     if (!r || r->type != REDIS_REPLY_STATUS) {
         link_fail(l, "auth-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
@@ -73,7 +75,7 @@ static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
 
 static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
     coordlink *l = priv;
-    if (l->stopping) return;
+    if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
         link_fail(l, "auth-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
@@ -101,8 +103,8 @@ static void link_unref(coordlink *l);
 
 static void on_connect(const redisAsyncContext *ac, int status) {
     coordlink *l = ac->data;
-    if (l->stopping) return;
-    if (status != REDIS_OK) { /* hiredis frees the context after this */
+    if (!l || l->stopping) return; /* NULL: given up on (link_fail) */
+    if (status != REDIS_OK) {      /* hiredis frees the context after this */
         l->ac = NULL;
         l->refs--;
         link_fail(l, "connect-failed", ac->errstr);
@@ -122,6 +124,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
     coordlink *l = ac->data;
+    if (!l) return;
     l->ac = NULL;
     if (l->stopping) {
         link_unref(l);
@@ -145,11 +148,18 @@ static void dial(coordlink *l) {
         arm(l, REDIAL_MS);
         return;
     }
+    if (hiredis_uv_attach(l->ac, l->loop) != REDIS_OK) {
+        redisAsyncFree(l->ac);
+        l->ac = NULL;
+        arm(l, REDIAL_MS);
+        return;
+    }
     l->ac->data = l;
     l->refs++;
-    redisLibuvAttach(l->ac, l->loop);
+    l->state_ms = keel_mono_us() / 1000;
     redisAsyncSetConnectCallback(l->ac, on_connect);
     redisAsyncSetDisconnectCallback(l->ac, on_disconnect);
+    arm(l, l->cfg.heartbeat_ms); /* watches the handshake (on_timer) */
 }
 
 static void link_fail(coordlink *l, const char *why, const char *detail) {
@@ -161,10 +171,25 @@ static void link_fail(coordlink *l, const char *why, const char *detail) {
              l->cfg.port, why, l->fails,
              keel_log_quote(q, sizeof q, detail ? detail : "", detail ? strlen(detail) : 0));
     l->state = L_DOWN;
-    if (l->ac)
-        redisAsyncDisconnect(l->ac); /* on_disconnect re-arms the dial */
-    else
+    l->hb_in_flight = 0;
+    redisAsyncContext *ac = l->ac;
+    if (!ac) {
         arm(l, REDIAL_MS);
+        return;
+    }
+    /* Free, not a graceful disconnect: that would wait for replies a silent
+     * coordinator never sends. Pending callbacks run with NULL and return
+     * at once (state DOWN); a connected context then calls on_disconnect,
+     * which re-arms the dial; an unconnected one never does, so we do. */
+    if (!(ac->c.flags & REDIS_CONNECTED)) {
+        ac->data = NULL;
+        l->ac = NULL;
+        l->refs--;
+        redisAsyncFree(ac);
+        arm(l, REDIAL_MS);
+        return;
+    }
+    redisAsyncFree(ac);
 }
 
 static void send_heartbeat(coordlink *l) {
@@ -177,12 +202,13 @@ static void send_heartbeat(coordlink *l) {
     kbuf_append(&m, "", 1);
     const char *argv[] = {"KEEL.HEARTBEAT", ver, m.p ? m.p : "{}"};
     l->hb_in_flight = send_argv(l, on_heartbeat, 3, argv) == REDIS_OK;
+    if (l->hb_in_flight) l->state_ms = keel_mono_us() / 1000;
     kbuf_close(&m);
 }
 
 static void on_register(redisAsyncContext *ac, void *reply, void *priv) {
     coordlink *l = priv;
-    if (l->stopping) return;
+    if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
     if (!r || r->type != REDIS_REPLY_STATUS) {
         link_fail(l, "register-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
@@ -198,7 +224,7 @@ static void on_register(redisAsyncContext *ac, void *reply, void *priv) {
 
 static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
     coordlink *l = priv;
-    if (l->stopping) return;
+    if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
     l->hb_in_flight = 0;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
@@ -225,9 +251,20 @@ static void on_timer(uv_timer_t *t) {
         dial(l);
         return;
     }
+    /* A coordinator that accepted but stopped answering (stopped, wedged,
+     * or a connection that died without a reset) is given up on after
+     * three heartbeats; the redial finds it again when it is back. */
+    uint64_t waited = keel_mono_us() / 1000 - l->state_ms;
+    uint64_t limit = 3u * (uint64_t)l->cfg.heartbeat_ms;
+    if ((l->state != L_READY || l->hb_in_flight) && waited > limit) {
+        link_fail(l, l->state == L_READY ? "heartbeat-timeout" : "handshake-timeout", "no reply");
+        return;
+    }
     if (l->state == L_READY) {
         send_heartbeat(l);
         arm(l, l->cfg.heartbeat_ms);
+    } else {
+        arm(l, l->cfg.heartbeat_ms); /* to check the handshake's progress */
     }
 }
 

@@ -1,0 +1,23 @@
+/* hiredis_uv.h - attaches a hiredis async context to a libuv loop.
+ *
+ * The same job as hiredis' own adapters/libuv.h, which we cannot use as
+ * shipped: in Debian 12's hiredis 0.14.1 its poll callback returns early
+ * when libuv reports an error status (a refused connection, a reset), and
+ * libuv then stops watching the socket - hiredis never learns, no callback
+ * ever runs, and the connection hangs forever. Here an error status is
+ * handed to hiredis as "readable and writable" for the events it asked for,
+ * so its read or write fails and it runs its disconnect path (hiredis 1.0
+ * does the same).
+ *
+ * Threads: the loop's thread.
+ */
+#ifndef KEEL_HIREDIS_UV_H
+#define KEEL_HIREDIS_UV_H
+
+#include <hiredis/async.h>
+#include <uv.h>
+
+/* Returns REDIS_OK, or REDIS_ERR (already attached, out of memory). */
+int hiredis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop);
+
+#endif
