@@ -60,7 +60,7 @@ const setting_def coord_settings[] = {
     {"max_moves_in_per_node", "2", "moves into one node at once", 1, 1000},
     {"max_moves_out_per_node", "2", "moves out of one node at once", 1, 1000},
     {"max_moves_cluster", "0", "moves at once in the cluster (0 = max(1, nodes/2))", 0, 100000},
-    {"rebalance_interval_s", "0", "how often the rebalance loop plans (0 = the loop is off)", 0,
+    {"rebalance_interval_s", "10", "how often the rebalance loop plans (0 = the loop is off)", 0,
      86400},
     {"latency_objective_ms", "50",
      "rebalancing waits while a node's p99 is above this (0 = never waits)", 0, 600000},

@@ -761,14 +761,21 @@ def keel_cli(*args, check_rc=True, timeout=20):
     return r
 
 
-def start_coord(d, port=None, extra=()):
+def start_coord(d, port=None, extra=(), rebalance=False):
     """Start `keel coord --dir D --port P EXTRA...` on a cluster made with
-    --init, and wait until it answers PING."""
+    --init, and wait until it answers PING. Unless rebalance is true, the
+    rebalance loop is turned off (rebalance_interval_s 0), so that only the
+    moves a test asks for happen; tests of the loop pass rebalance=True or
+    set the interval themselves."""
     port = port or free_port()
     log = os.path.join(tmp_root(), "coord-%d-%d.log" % (port, len(_procs)))
     srv = _spawn("coord", [KEEL_BIN, "coord", "--dir", d, "--port", str(port)] +
                  [str(a) for a in extra], port, d, log)
     _wait_ready(srv, 10)
+    if not rebalance:
+        pw = [str(a) for a in extra]
+        auth = ["--password", pw[pw.index("--requirepass") + 1]] if "--requirepass" in pw else []
+        keel_cli("set", "rebalance_interval_s", "0", "--coord", "127.0.0.1:%d" % port, *auth)
     return srv
 
 
