@@ -93,21 +93,30 @@ static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
     if (!l->closed && l->cbs.on_ready) l->cbs.on_ready(l->arg, l);
 }
 
-static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
-    peerlink *l = ac->data;
-    redisReply *r = reply;
-    if (!l || l->state != S_HELLO) return;
+int peerlink_take_challenge(peerauth *pa, const redisReply *r, peerauth_proof *out,
+                            const char **why) {
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
-        go_down(l, r && r->type == REDIS_REPLY_ERROR ? r->str : "auth-refused");
-        return;
+        *why = r && r->type == REDIS_REPLY_ERROR ? "auth-refused" : "bad-challenge";
+        return -1;
     }
     redisReply **e = r->element;
-    peerauth_proof proof;
     if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
         e[2]->type != REDIS_REPLY_STRING ||
-        peerauth_client_challenge(l->pa, e[0]->str, e[0]->len, e[1]->str, e[1]->len, e[2]->str,
-                                  e[2]->len, &proof)) {
-        go_down(l, "peer-not-proven");
+        peerauth_client_challenge(pa, e[0]->str, e[0]->len, e[1]->str, e[1]->len, e[2]->str,
+                                  e[2]->len, out)) {
+        *why = pa ? peerauth_reason_name(peerauth_reason_of(pa)) : "no-handshake";
+        return -1;
+    }
+    return 0;
+}
+
+static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
+    peerlink *l = ac->data;
+    if (!l || l->state != S_HELLO) return;
+    peerauth_proof proof;
+    const char *why;
+    if (peerlink_take_challenge(l->pa, reply, &proof, &why)) {
+        go_down(l, why);
         return;
     }
     if (l->expect[0] && strcmp(peerauth_peer_id(l->pa), l->expect) != 0) {

@@ -51,6 +51,14 @@ int peerlink_send(peerlink *l, peerlink_reply_fn cb, void *tag, int argc, const 
 int peerlink_ready(const peerlink *l);
 /* The peer's "host:port", for logs. */
 const char *peerlink_addr(const peerlink *l);
+/* The client's step 3 of KEEL.AUTH on a hiredis reply: checks that r is the
+ * server's CHALLENGE [id, nonce, proof] and that the proof holds (then the
+ * server is authenticated as peerauth_peer_id(pa)), and fills *out with our
+ * PROOF. Returns 0, or -1 with *why set to a static reason. Shared by
+ * peerlink and the node's coordinator link. */
+int peerlink_take_challenge(peerauth *pa, const struct redisReply *r, peerauth_proof *out,
+                            const char **why);
+
 /* Disconnects (pending callbacks never run) and frees once the loop has
  * released the connection. NULL is a no-op. */
 void peerlink_close(peerlink *l);

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/clock.h"
 #include "net/hiredis_uv.h"
+#include "net/peerlink.h"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -77,17 +78,10 @@ static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
     coordlink *l = priv;
     if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
-        link_fail(l, "auth-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
-        return;
-    }
-    redisReply **e = r->element;
     peerauth_proof proof;
-    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
-        e[2]->type != REDIS_REPLY_STRING ||
-        peerauth_client_challenge(l->pa, e[0]->str, e[0]->len, e[1]->str, e[1]->len, e[2]->str,
-                                  e[2]->len, &proof)) {
-        link_fail(l, "coordinator-not-proven", peerauth_reason_name(peerauth_reason_of(l->pa)));
+    const char *why;
+    if (peerlink_take_challenge(l->pa, r, &proof, &why)) {
+        link_fail(l, "coordinator-not-proven", r && r->type == REDIS_REPLY_ERROR ? r->str : why);
         return;
     }
     if (strcmp(peerauth_peer_id(l->pa), COORDINATOR_ID) != 0) {
