@@ -56,9 +56,10 @@ typedef struct cmove {
     struct cmove *next;
 } cmove;
 
-typedef struct pause_rec {
+typedef struct pause_rec { /* what a finished move leaves in memory */
     uint64_t id;
-    double ms;
+    double ms;      /* write pause */
+    uint64_t total; /* partition bytes when planned */
 } pause_rec;
 
 struct coord_moves_state {
@@ -140,15 +141,14 @@ static cmove *find(cms *x, uint64_t id) {
     return NULL;
 }
 
-static void remember_pause(cms *x, uint64_t id, double ms) {
-    if (ms < 0) return;
-    x->pauses[x->npause++ % RECENT_PAUSES] = (pause_rec){id, ms};
+static void remember_pause(cms *x, uint64_t id, double ms, uint64_t total) {
+    x->pauses[x->npause++ % RECENT_PAUSES] = (pause_rec){id, ms, total};
 }
 
-static double recall_pause(cms *x, uint64_t id) {
+static const pause_rec *recall(cms *x, uint64_t id) {
     for (size_t i = 0; i < RECENT_PAUSES && i < x->npause; i++)
-        if (x->pauses[i].id == id) return x->pauses[i].ms;
-    return -1;
+        if (x->pauses[i].id == id) return &x->pauses[i];
+    return NULL;
 }
 
 static void drop(cms *x, cmove *m) {
@@ -156,7 +156,7 @@ static void drop(cms *x, cmove *m) {
     while (*pp && *pp != m)
         pp = &(*pp)->next;
     if (*pp) *pp = m->next;
-    remember_pause(x, m->rec.id, m->pause_ms);
+    remember_pause(x, m->rec.id, m->pause_ms, m->total);
     free(m);
 }
 
@@ -767,7 +767,13 @@ static void move_json(cms *x, cJSON *o, const mapstore_move *r, const cmove *m, 
     cJSON_AddStringToObject(o, "phase", m ? m->phase : "");
     uint64_t bytes = m && m->bytes > r->bytes ? m->bytes : r->bytes;
     cJSON_AddNumberToObject(o, "bytes", (double)bytes);
-    cJSON_AddNumberToObject(o, "total_bytes", m ? (double)m->total : 0);
+    /* Finished moves: from memory while the coordinator remembers them, else
+     * the bytes the move copied (the size when planned is not stored). */
+    const pause_rec *pr = m ? NULL : recall(x, r->id);
+    cJSON_AddNumberToObject(o, "total_bytes",
+                            m    ? (double)m->total
+                            : pr ? (double)pr->total
+                                 : (double)r->bytes);
     cJSON_AddNumberToObject(o, "keys", m ? (double)m->keys : 0);
     cJSON_AddNumberToObject(o, "rate_bps", m ? m->rate_bps : 0);
     cJSON_AddNumberToObject(o, "lag_bytes", m ? (double)m->lag_bytes : 0);
@@ -781,7 +787,7 @@ static void move_json(cms *x, cJSON *o, const mapstore_move *r, const cmove *m, 
         cJSON_AddNumberToObject(o, "eta_s", eta);
     else
         cJSON_AddNullToObject(o, "eta_s");
-    double pause = m ? m->pause_ms : recall_pause(x, r->id);
+    double pause = m ? m->pause_ms : pr ? pr->ms : -1;
     if (pause >= 0)
         cJSON_AddNumberToObject(o, "write_pause_ms", pause);
     else

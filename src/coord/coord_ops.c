@@ -19,6 +19,8 @@
  * with the move protocol) must start no move.
  */
 #include "coord/coord_int.h"
+#include "coord/coord_move.h"
+#include "coord/coord_rebalance.h"
 #include "core/err.h"
 #include "core/failpoint.h"
 #include "core/log.h"
@@ -130,7 +132,11 @@ void coord_c_plan(cctx *x) {
     plan_result r;
     memset(&r, 0, sizeof r);
     int rc = coord_build_model(x->co, x->now, &m);
-    if (!rc) rc = plan_run(&m, &r);
+    if (!rc) { /* exactly what the loop's next round would see */
+        coord_moves_annotate(x->co, &m, x->now);
+        m.episode = coord_rebalance_episode(x->co);
+        rc = plan_run(&m, &r);
+    }
     if (rc) {
         char msg[320];
         snprintf(msg, sizeof msg, "ERR cannot plan: %s", r.error[0] ? r.error : keel_strerror(rc));

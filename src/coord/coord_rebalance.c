@@ -15,8 +15,8 @@
 struct coord_rebalance_state {
     coord *co;
     uv_timer_t timer;
-    plan_episode episode; /* carried from round to round (hysteresis) */
-    int64_t next_round_ms;
+    plan_episode episode;  /* carried from round to round (hysteresis) */
+    int64_t last_round_ms; /* when the last round was due; the interval counts from it */
     rebalance_stats st;
     int stopped;
 };
@@ -36,14 +36,19 @@ static void skip(struct coord_rebalance_state *r, rebalance_skip why, const char
              detail ? detail : "-");
 }
 
-static int any_node_up(coord *co) {
+/* Counts UP nodes; copies the id of a SUSPECT one (if any) into suspect. */
+static int count_up(coord *co, char *suspect, size_t cap) {
     mapstore_node *nodes = NULL;
-    size_t n = 0, up = 0;
+    size_t n = 0;
+    int up = 0;
+    suspect[0] = 0;
     if (mapstore_node_list(co->ms, &nodes, &n)) return 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         up += nodes[i].state == MAPSTORE_NODE_UP;
+        if (nodes[i].state == MAPSTORE_NODE_SUSPECT) snprintf(suspect, cap, "%s", nodes[i].id);
+    }
     free(nodes);
-    return up > 0;
+    return up;
 }
 
 /* The node over the latency objective, if rebalancing should wait for it:
@@ -87,8 +92,16 @@ static void round_run(struct coord_rebalance_state *r, int64_t now) {
         skip(r, REBALANCE_SKIP_SETTLING, NULL);
         return;
     }
-    if (!any_node_up(co)) {
+    char suspect[KEEL_ID_MAX + 1];
+    if (!count_up(co, suspect, sizeof suspect)) {
         skip(r, REBALANCE_SKIP_NO_NODES, NULL);
+        return;
+    }
+    /* A SUSPECT node has missed heartbeats: its metrics are stale and it may
+     * be back any moment. Planning around it would act on a partial view;
+     * wait until it is UP again or declared DOWN (node_dead_after_ms). */
+    if (suspect[0]) {
+        skip(r, REBALANCE_SKIP_STALE, suspect);
         return;
     }
     const char *slow = latency_blocker(co);
@@ -148,9 +161,10 @@ out:
 static void on_tick(uv_timer_t *t) {
     struct coord_rebalance_state *r = t->data;
     int64_t now = keel_wall_ms();
+    /* Re-read every tick, so a changed interval applies at once. */
     long long interval = coord_setting_ll(r->co, "rebalance_interval_s");
-    if (interval <= 0 || now < r->next_round_ms) return; /* off, or not due */
-    r->next_round_ms = now + interval * 1000;
+    if (interval <= 0 || now < r->last_round_ms + interval * 1000) return; /* off, or not due */
+    r->last_round_ms = now;
     round_run(r, now);
 }
 
@@ -159,7 +173,7 @@ int coord_rebalance_start(coord *co) {
     if (!r) return -1;
     r->co = co;
     co->rebalance = r;
-    r->next_round_ms = keel_wall_ms() + coord_setting_ll(co, "rebalance_interval_s") * 1000;
+    r->last_round_ms = keel_wall_ms(); /* the first round one interval after start */
     uv_timer_init(co->loop, &r->timer);
     r->timer.data = r;
     uv_timer_start(&r->timer, on_tick, TICK_MS, TICK_MS);
@@ -177,6 +191,11 @@ void coord_rebalance_stop(coord *co) {
     uv_timer_stop(&r->timer);
     uv_close((uv_handle_t *)&r->timer, on_closed);
     co->rebalance = NULL;
+}
+
+plan_episode coord_rebalance_episode(const coord *co) {
+    plan_episode none = {0};
+    return co->rebalance ? co->rebalance->episode : none;
 }
 
 const rebalance_stats *coord_rebalance_stats(const coord *co) {

@@ -9,8 +9,8 @@
  *                   same imbalance twice;
  *   settling        a move ended less than two heartbeats ago, so the
  *                   metrics do not show it yet;
- *   stale-metrics   some live node's metrics are older than three heartbeats
- *                   (the planner refuses to act on missing data);
+ *   stale-metrics   some live node's metrics are older than three heartbeats,
+ *                   or a node is SUSPECT (the loop never acts on missing data);
  *   no-nodes        no node is UP;
  *   latency         a node reports a foreground p99 above
  *                   latency_objective_ms, and no node is draining or above
@@ -24,6 +24,8 @@
 #define KEEL_COORD_REBALANCE_H
 
 #include <stdint.h>
+
+#include "planner/planner.h"
 
 typedef struct coord coord;
 
@@ -57,5 +59,8 @@ int coord_rebalance_start(coord *co);
 void coord_rebalance_stop(coord *co);
 const rebalance_stats *coord_rebalance_stats(const coord *co);
 const char *rebalance_skip_name(rebalance_skip s);
+struct plan_episode;
+/* The hysteresis state the next round starts from (for the dry run). */
+struct plan_episode coord_rebalance_episode(const coord *co);
 
 #endif

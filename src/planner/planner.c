@@ -451,7 +451,7 @@ static void finish_episode(plan_ctx *c, bool ran) {
                    "max_moves_per_round (%u) used; the next round continues the episode",
                    (unsigned)c->s->max_moves);
     if (ran && !balanced) report_stuck(c);
-    if (ran) report_drain_blocked(c);
+    report_drain_blocked(c); /* even when no episode runs: a drain must say why it waits */
     if (ran && !balanced && !c->budget_hit && !has_stop(r, PLAN_STOP_NO_DESTINATION) &&
         !has_stop(r, PLAN_STOP_STUCK))
         plan__stop(r, PLAN_STOP_NO_GAIN, "no-gain",
