@@ -62,6 +62,7 @@ const setting_def coord_settings[] = {
     {"max_moves_cluster", "0", "moves at once in the cluster (0 = max(1, nodes/2))", 0, 100000},
     {"rebalance_interval_s", "10", "how often the rebalance loop plans (0 = the loop is off)", 0,
      86400},
+    {"quarantine", "1", "quarantine a node after its 4th failure within an hour (0 = never)", 0, 1},
     {"latency_objective_ms", "50",
      "rebalancing waits while a node's p99 is above this (0 = never waits)", 0, 600000},
     {NULL, NULL, NULL, 0, 0},
@@ -256,7 +257,8 @@ static void count_failure(coord *co, const char *id, int64_t now) {
     if (!m) return;
     memmove(m->failures_ms, m->failures_ms + 1, sizeof m->failures_ms - sizeof *m->failures_ms);
     m->failures_ms[3] = now;
-    if (m->failures_ms[0] && now - m->failures_ms[0] <= 3600 * 1000 && !coord_quarantined(co, id)) {
+    if (m->failures_ms[0] && now - m->failures_ms[0] <= 3600 * 1000 &&
+        coord_setting_ll(co, "quarantine") && !coord_quarantined(co, id)) {
         if (coord_quarantine_set(co, id, 1) == 0)
             keel_log(KEEL_LOG_WARN, "node_quarantined",
                      "node=%s failures_in_last_hour=4 action=\"no data moves to it until keel "
