@@ -46,6 +46,7 @@ bench: build
 	@./bench/node_vs_redis
 	@./bench/planner
 	@./bench/move
+	@./bench/rebalance_vs_redis
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
