@@ -70,6 +70,10 @@ struct coord_moves_state {
     pause_rec pauses[RECENT_PAUSES]; /* write pauses of finished moves */
     size_t npause;
     coord_move_counts counts;
+    /* Concurrency, counted once per tick (may_start runs for every queued
+     * move on every tick: no map-store query or full scan per move). */
+    long long max_all;       /* max_moves_cluster, or max(1, live nodes / 2) */
+    long long active;        /* moves started and not yet committed or aborted */
     int64_t *last_commit_ms; /* [P] when each partition last changed owner */
 };
 
@@ -407,15 +411,34 @@ static int node_is_up(cms *x, const char *id) {
 }
 
 /* Concurrency: may a PLANNED move start now? */
+/* Started (OUT sent or acknowledged) and not yet committed or aborted. */
+static int is_active(const cmove *o) {
+    return (o->rec.state > MAPSTORE_MOVE_PLANNED && o->rec.state < MAPSTORE_MOVE_COMMITTED) ||
+           (o->rec.state == MAPSTORE_MOVE_PLANNED && (o->out_acked || o->busy_s));
+}
+
 static int may_start(cms *x, cmove *m) {
     coord *co = x->co;
     mapstore_setting ps; /* the kill switch holds back the planner's moves, not an operator's */
     if (strcmp(m->rec.reason, "operator") != 0 && mapstore_setting_get(co->ms, "paused", &ps) == 0)
         return 0;
+    if (x->active >= x->max_all) return 0; /* the cluster is full: no scan */
     long long max_in = coord_setting_ll(co, "max_moves_in_per_node");
     long long max_out = coord_setting_ll(co, "max_moves_out_per_node");
-    long long max_all = coord_setting_ll(co, "max_moves_cluster");
-    if (max_all <= 0) {
+    long long in = 0, out = 0;
+    for (cmove *o = x->moves; o; o = o->next) {
+        if (!is_active(o) || o == m) continue;
+        in += !strcmp(o->rec.to, m->rec.to);
+        out += !strcmp(o->rec.from, m->rec.from);
+    }
+    return in < max_in && out < max_out;
+}
+
+/* Recounts the concurrency figures may_start uses (each tick). */
+static void count_concurrency(cms *x) {
+    coord *co = x->co;
+    x->max_all = coord_setting_ll(co, "max_moves_cluster");
+    if (x->max_all <= 0) {
         mapstore_node *nodes = NULL;
         size_t nn = 0, up = 0;
         if (mapstore_node_list(co->ms, &nodes, &nn) == 0)
@@ -423,19 +446,11 @@ static int may_start(cms *x, cmove *m) {
                 up +=
                     nodes[i].state == MAPSTORE_NODE_UP || nodes[i].state == MAPSTORE_NODE_DRAINING;
         free(nodes);
-        max_all = up / 2 > 1 ? (long long)(up / 2) : 1;
+        x->max_all = up / 2 > 1 ? (long long)(up / 2) : 1;
     }
-    long long all = 0, in = 0, out = 0;
-    for (cmove *o = x->moves; o; o = o->next) {
-        int active =
-            (o->rec.state > MAPSTORE_MOVE_PLANNED && o->rec.state < MAPSTORE_MOVE_COMMITTED) ||
-            (o->rec.state == MAPSTORE_MOVE_PLANNED && (o->out_acked || o->busy_s));
-        if (!active || o == m) continue;
-        all++;
-        in += !strcmp(o->rec.to, m->rec.to);
-        out += !strcmp(o->rec.from, m->rec.from);
-    }
-    return all < max_all && in < max_in && out < max_out;
+    x->active = 0;
+    for (cmove *o = x->moves; o; o = o->next)
+        x->active += is_active(o);
 }
 
 static void drive(cms *x, cmove *m) {
@@ -460,6 +475,7 @@ static void drive(cms *x, cmove *m) {
             if (send_to(x, m, m->rec.from, K_OUT, 7, argv, NULL) == 0) {
                 m->busy_s = 1;
                 m->started_ms = now;
+                x->active++;
             }
         } else if (m->out_acked && !m->in_acked && !m->busy_d) {
             mapstore_node src;
@@ -733,6 +749,7 @@ int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
     keel_log(KEEL_LOG_INFO, "move_planned", "move=%llu partition=%u from=%s to=%s reason=%s",
              (unsigned long long)mid, p, rec.from, to, reason ? reason : "");
     *id = mid;
+    count_concurrency(x);
     drive(x, m);
     return 0;
 }
@@ -856,6 +873,7 @@ void coord_moves_counts(coord *co, coord_move_counts *out) {
 static void on_tick(uv_timer_t *t) {
     cms *x = t->data;
     int64_t now = keel_wall_ms();
+    count_concurrency(x);
     for (cmove *m = x->moves, *next; m; m = next) {
         next = m->next;
         /* Keep the links of every unfinished move up: a node that restarted
