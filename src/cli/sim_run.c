@@ -182,7 +182,7 @@ static bool live(const plan_node *n) {
 }
 
 static double eff_cap(const plan_node *n) {
-    return n->state == PLAN_NODE_UP ? n->capacity : 0;
+    return n->state == PLAN_NODE_UP && !n->draining ? n->capacity : 0;
 }
 
 /* Plain mean utilisation over live nodes, as the planner defines it. */

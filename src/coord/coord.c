@@ -3,11 +3,16 @@
  *
  * Start-up: open the map store (never created here: --init does that), bump
  * the term durably before anything is sent (invariant I3), load the secret,
- * then listen. Membership: a node is UP while it heartbeats; SUSPECT after
- * node_suspect_after_ms of silence; DOWN after node_dead_after_ms, or at once
- * when it says KEEL.LEAVE on a graceful stop. Every state change goes through
- * the map store, which bumps the map version, so nodes learn of it with their
- * next heartbeat reply. Placement: once the first node has registered and
+ * then listen. Membership and liveness are two fields (mapstore.h): an
+ * operator sets membership (ACTIVE, DRAINING, REMOVED); the failure detector
+ * (detector.h) sets liveness: UP while a node heartbeats, SUSPECT after
+ * node_suspect_after_ms of silence, DOWN after node_dead_after_ms, or at once
+ * when it says KEEL.LEAVE on a graceful stop. Silence is measured on the
+ * stall clock (coord_now), counted only since the coordinator's start or its
+ * last stall, and a failure-ratio brake stops verdicts when most of the
+ * cluster looks dead at once. Every state change goes through the map store,
+ * which bumps the map version, so nodes learn of it with their next
+ * heartbeat reply. Placement: once the first node has registered and
  * bootstrap_wait_ms has passed, every unowned partition goes where the
  * planner's plan_place puts it (least utilised eligible node), in one
  * transaction.
@@ -15,6 +20,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/detector.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/failpoint.h"
@@ -250,6 +256,20 @@ int coord_quarantine_set(coord *co, const char *id, int on) {
     return mapstore_setting_set(co->ms, "quarantined", out, keel_wall_ms());
 }
 
+int64_t coord_now(coord *co) {
+    return keel_stallclock_read(&co->clock, (int64_t)(keel_mono_us() / 1000));
+}
+
+const char *coord_node_summary(const mapstore_node *n) {
+    if (n->membership == MAPSTORE_MEMBER_REMOVED) return "REMOVED";
+    if (n->liveness != MAPSTORE_NODE_UP) return mapstore_liveness_name(n->liveness);
+    return n->membership == MAPSTORE_MEMBER_DRAINING ? "DRAINING" : "UP";
+}
+
+int coord_node_usable(const mapstore_node *n) {
+    return n->liveness == MAPSTORE_NODE_UP && n->membership != MAPSTORE_MEMBER_REMOVED;
+}
+
 /* A node that went from UP to SUSPECT or DOWN failed once; the fourth
  * failure within an hour quarantines it. */
 static void count_failure(coord *co, const char *id, int64_t now) {
@@ -267,39 +287,64 @@ static void count_failure(coord *co, const char *id, int64_t now) {
     }
 }
 
-static void set_state(coord *co, const mapstore_node *n, mapstore_node_state to, const char *why) {
-    if (n->state == to) return;
-    if (n->state == MAPSTORE_NODE_UP && (to == MAPSTORE_NODE_SUSPECT || to == MAPSTORE_NODE_DOWN))
-        count_failure(co, n->id, keel_wall_ms());
-    if (mapstore_node_set_state(co->ms, n->id, to)) {
+static void set_liveness(coord *co, const mapstore_node *n, mapstore_liveness to, const char *why,
+                         int64_t now) {
+    if (n->liveness == to) return;
+    if (n->liveness == MAPSTORE_NODE_UP) count_failure(co, n->id, now);
+    if (mapstore_node_set_liveness(co->ms, n->id, to)) {
         keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s error=\"%s\"", n->id,
                  mapstore_errmsg(co->ms));
         return;
     }
-    keel_log(to == MAPSTORE_NODE_UP ? KEEL_LOG_INFO : KEEL_LOG_WARN, "node_state",
-             "node=%s from=%s to=%s reason=%s version=%llu", n->id,
-             mapstore_node_state_name(n->state), mapstore_node_state_name(to), why,
-             (unsigned long long)mapstore_version(co->ms));
+    if (to == MAPSTORE_NODE_SUSPECT) co->detector.suspect_total++;
+    if (to == MAPSTORE_NODE_DOWN) co->detector.down_total++;
+    keel_log(
+        KEEL_LOG_WARN, "node_state", "node=%s from=%s to=%s membership=%s reason=%s version=%llu",
+        n->id, mapstore_liveness_name(n->liveness), mapstore_liveness_name(to),
+        mapstore_membership_name(n->membership), why, (unsigned long long)mapstore_version(co->ms));
 }
 
-/* UP -> SUSPECT -> DOWN by silence. A coordinator that just started gives
- * every node a full suspect period from its own start. */
+/* The detector's judgement (detector.h) applied to the map store. */
 static void check_members(coord *co, int64_t now) {
     mapstore_node *nodes = NULL;
     size_t n = 0;
-    if (mapstore_node_list(co->ms, &nodes, &n)) return;
-    int64_t suspect = coord_setting_ll(co, "node_suspect_after_ms");
-    int64_t dead = coord_setting_ll(co, "node_dead_after_ms");
-    for (size_t i = 0; i < n; i++) {
-        const mapstore_node *nd = &nodes[i];
-        if (nd->state != MAPSTORE_NODE_UP && nd->state != MAPSTORE_NODE_SUSPECT) continue;
-        member *m = coord_member(co, nd->id, 0);
-        int64_t last = m && m->last_hb_ms ? m->last_hb_ms : co->start_ms;
-        if (now - last > dead)
-            set_state(co, nd, MAPSTORE_NODE_DOWN, "silent");
-        else if (now - last > suspect)
-            set_state(co, nd, MAPSTORE_NODE_SUSPECT, "missed-heartbeats");
+    if (mapstore_node_list(co->ms, &nodes, &n) || !n) {
+        free(nodes);
+        return;
     }
+    detector_node *in = calloc(n, sizeof *in);
+    mapstore_liveness *to = calloc(n, sizeof *to);
+    if (!in || !to) goto out;
+    for (size_t i = 0; i < n; i++) {
+        member *m = coord_member(co, nodes[i].id, 0);
+        in[i].liveness = nodes[i].liveness;
+        in[i].removed = nodes[i].membership == MAPSTORE_MEMBER_REMOVED;
+        in[i].last_heard_ms = m ? m->last_hb_ms : 0;
+    }
+    detector_policy pol = {.suspect_after_ms = coord_setting_ll(co, "node_suspect_after_ms"),
+                           .dead_after_ms = coord_setting_ll(co, "node_dead_after_ms"),
+                           .hold_ratio = 0.5,
+                           .hold_min_nodes = 3};
+    int64_t since = co->start_ms > co->clock.last_stall ? co->start_ms : co->clock.last_stall;
+    detector_result res;
+    detector_judge(&pol, now, since, in, n, to, &res);
+    if (res.held != co->detector.held) {
+        keel_log(KEEL_LOG_WARN, res.held ? "detector_held" : "detector_released",
+                 "looks_dead=%zu judged=%zu reason=%s", res.looks_dead, res.judged,
+                 res.held ? "\"more than half of the cluster looks dead at once: the coordinator "
+                            "declares no failure\""
+                          : "-");
+        co->detector.held = res.held;
+        co->detector.held_since = res.held ? now : 0;
+    }
+    co->detector.held_total += res.held;
+    for (size_t i = 0; i < n; i++)
+        if (to[i] != nodes[i].liveness)
+            set_liveness(co, &nodes[i], to[i],
+                         to[i] == MAPSTORE_NODE_DOWN ? "silent" : "missed-heartbeats", now);
+out:
+    free(in);
+    free(to);
     free(nodes);
 }
 
@@ -315,9 +360,24 @@ static void report_pause(coord *co, int64_t now) {
              keel_log_quote(q, sizeof q, ps.value, strlen(ps.value)));
 }
 
+/* Reads the clock often enough that a gap means a stall (stallclock.h). */
+static void on_clock_timer(uv_timer_t *t) {
+    coord *co = t->data;
+    coord_now(co);
+    if (co->clock.stalls != co->detector.stalls_logged) {
+        keel_log(KEEL_LOG_WARN, "coord_stalled",
+                 "stalled_ms=%lld stalls=%llu action=\"every node gets a full suspect period from "
+                 "now\"",
+                 (long long)(co->clock.credited - co->detector.credited_logged),
+                 (unsigned long long)co->clock.stalls);
+        co->detector.stalls_logged = co->clock.stalls;
+        co->detector.credited_logged = co->clock.credited;
+    }
+}
+
 static void on_member_timer(uv_timer_t *t) {
     coord *co = t->data;
-    int64_t now = keel_wall_ms();
+    int64_t now = coord_now(co);
     check_members(co, now);
     coord_maybe_place(co, now);
     report_pause(co, now);
@@ -327,15 +387,15 @@ static void on_member_timer(uv_timer_t *t) {
 
 static int add_nodes(coord *co, int64_t now, const mapstore_node *nodes, size_t nn, plan_model *m) {
     for (size_t k = 0; k < nn; k++) {
-        if (nodes[k].state == MAPSTORE_NODE_REMOVED) continue;
+        if (nodes[k].membership == MAPSTORE_MEMBER_REMOVED) continue;
         plan_node pn;
         plan_node_default(&pn, nodes[k].id);
         snprintf(pn.rack, sizeof pn.rack, "%s", nodes[k].rack);
         pn.capacity = nodes[k].capacity;
-        pn.state = nodes[k].state == MAPSTORE_NODE_UP         ? PLAN_NODE_UP
-                   : nodes[k].state == MAPSTORE_NODE_DRAINING ? PLAN_NODE_DRAINING
-                   : nodes[k].state == MAPSTORE_NODE_SUSPECT  ? PLAN_NODE_SUSPECT
-                                                              : PLAN_NODE_DOWN;
+        pn.state = nodes[k].liveness == MAPSTORE_NODE_UP        ? PLAN_NODE_UP
+                   : nodes[k].liveness == MAPSTORE_NODE_SUSPECT ? PLAN_NODE_SUSPECT
+                                                                : PLAN_NODE_DOWN;
+        pn.draining = nodes[k].membership == MAPSTORE_MEMBER_DRAINING;
         /* Quarantined: frozen, so it receives nothing. */
         if (pn.state == PLAN_NODE_UP && coord_quarantined(co, nodes[k].id))
             pn.state = PLAN_NODE_SUSPECT;
@@ -451,9 +511,13 @@ const kbuf *coord_map_json(coord *co) {
     kbuf_printf(b, "{\"version\":%llu,\"term\":%llu,\"partitions\":%zu,\"nodes\":[",
                 (unsigned long long)v, (unsigned long long)co->term, np);
     for (size_t k = 0, first = 1; k < nn; k++) {
-        if (nodes[k].state == MAPSTORE_NODE_REMOVED) continue;
-        kbuf_printf(b, "%s{\"id\":\"%s\",\"addr\":\"%s:%d\"}", first ? "" : ",", nodes[k].id,
-                    nodes[k].host, nodes[k].port);
+        if (nodes[k].membership == MAPSTORE_MEMBER_REMOVED) continue;
+        kbuf_printf(b,
+                    "%s{\"id\":\"%s\",\"addr\":\"%s:%d\",\"liveness\":\"%s\","
+                    "\"membership\":\"%s\"}",
+                    first ? "" : ",", nodes[k].id, nodes[k].host, nodes[k].port,
+                    mapstore_liveness_name(nodes[k].liveness),
+                    mapstore_membership_name(nodes[k].membership));
         first = 0;
     }
     kbuf_appendstr(b, "],\"owners\":[");
@@ -492,6 +556,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     http_stop(co->http);
     co->http = NULL;
     uv_close((uv_handle_t *)&co->member_timer, NULL);
+    uv_close((uv_handle_t *)&co->clock_timer, NULL);
     uv_close((uv_handle_t *)&co->sigint, NULL);
     uv_close((uv_handle_t *)&co->sigterm, NULL);
 }
@@ -529,7 +594,9 @@ int coord_run(const coord_config *cfg) {
     if (!co) return 1;
     co->cfg = *cfg;
     co->loop = uv_default_loop();
-    co->start_ms = keel_wall_ms();
+    keel_stallclock_init(&co->clock, COORD_CLOCK_TICK_MS, COORD_CLOCK_GAP_MS,
+                         (int64_t)(keel_mono_us() / 1000));
+    co->start_ms = coord_now(co);
     kbuf_init(&co->map_json);
     keel_log_set_level(cfg->log_level);
     signal(SIGPIPE, SIG_IGN);
@@ -557,6 +624,9 @@ int coord_run(const coord_config *cfg) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
+    uv_timer_init(co->loop, &co->clock_timer);
+    co->clock_timer.data = co;
+    uv_timer_start(&co->clock_timer, on_clock_timer, COORD_CLOCK_TICK_MS, COORD_CLOCK_TICK_MS);
     uv_timer_init(co->loop, &co->member_timer);
     co->member_timer.data = co;
     uv_timer_start(&co->member_timer, on_member_timer, 500, 500);

@@ -105,7 +105,7 @@ static node_view *node_views(coord *co, size_t *nn, double *imbalance) {
     double sum = 0, max = 0;
     size_t live = 0;
     for (size_t k = 0; k < *nn; k++) {
-        if (v[k].n.capacity <= 0 || v[k].n.state == MAPSTORE_NODE_REMOVED) continue;
+        if (v[k].n.capacity <= 0 || v[k].n.membership == MAPSTORE_MEMBER_REMOVED) continue;
         double share = total_bytes ? (double)v[k].bytes / (double)total_bytes
                                    : (double)v[k].partitions / (double)np;
         v[k].util = share / v[k].n.capacity;
@@ -168,7 +168,9 @@ static cJSON *status_json(coord *co, int64_t now) {
     for (size_t k = 0; k < nn; k++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", v[k].n.id);
-        cJSON_AddStringToObject(o, "state", mapstore_node_state_name(v[k].n.state));
+        cJSON_AddStringToObject(o, "state", coord_node_summary(&v[k].n));
+        cJSON_AddStringToObject(o, "liveness", mapstore_liveness_name(v[k].n.liveness));
+        cJSON_AddStringToObject(o, "membership", mapstore_membership_name(v[k].n.membership));
         cJSON_AddBoolToObject(o, "quarantined", coord_quarantined(co, v[k].n.id));
         cJSON_AddNumberToObject(o, "partitions", (double)v[k].partitions);
         cJSON_AddNumberToObject(o, "bytes", (double)v[k].bytes);
@@ -178,6 +180,13 @@ static cJSON *status_json(coord *co, int64_t now) {
         cJSON_AddItemToArray(nodes, o);
     }
     settings_json(co, cJSON_AddArrayToObject(r, "settings"), now);
+    cJSON *det = cJSON_AddObjectToObject(r, "detector");
+    cJSON_AddBoolToObject(det, "held", co->detector.held);
+    if (co->detector.held)
+        cJSON_AddNumberToObject(det, "held_for_s",
+                                (double)(coord_now(co) - co->detector.held_since) / 1000.0);
+    cJSON_AddNumberToObject(det, "coordinator_stalls", (double)co->clock.stalls);
+    cJSON_AddNumberToObject(det, "coordinator_stalled_s", (double)co->clock.credited / 1000.0);
     mapstore_setting ps;
     if (mapstore_setting_get(co->ms, "paused", &ps) == 0) {
         cJSON *p = cJSON_AddObjectToObject(r, "paused");
@@ -230,11 +239,12 @@ static void c_status(cctx *x) {
     }
     kbuf b;
     kbuf_init(&b);
-    kbuf_printf(&b, "%-16s %-9s %10s %14s %10s %10s %6s\n", "NODE", "STATE", "PARTITIONS", "BYTES",
-                "KEYS", "OPS/S", "UTIL");
+    kbuf_printf(&b, "%-16s %-8s %-10s %10s %14s %10s %10s %6s\n", "NODE", "LIVENESS", "MEMBERSHIP",
+                "PARTITIONS", "BYTES", "KEYS", "OPS/S", "UTIL");
     for (size_t k = 0; k < nn; k++)
-        kbuf_printf(&b, "%-16s %-9s %10zu %14llu %10llu %10.1f %6.2f\n", v[k].n.id,
-                    mapstore_node_state_name(v[k].n.state), v[k].partitions,
+        kbuf_printf(&b, "%-16s %-8s %-10s %10zu %14llu %10llu %10.1f %6.2f\n", v[k].n.id,
+                    mapstore_liveness_name(v[k].n.liveness),
+                    mapstore_membership_name(v[k].n.membership), v[k].partitions,
                     (unsigned long long)v[k].bytes, (unsigned long long)v[k].keys, v[k].ops,
                     v[k].util);
     kbuf_printf(&b,
@@ -250,6 +260,11 @@ static void c_status(cctx *x) {
         else
             kbuf_printf(&b, "  %-24s %-10s default\n", d->name, d->def);
     }
+    if (co->detector.held)
+        kbuf_printf(&b,
+                    "\n*** FAILURE DETECTOR HELD for %.0f s: more than half of the cluster looks "
+                    "dead at once; no node is declared SUSPECT or DOWN until that changes ***\n",
+                    (double)(coord_now(co) - co->detector.held_since) / 1000.0);
     mapstore_setting ps;
     if (mapstore_setting_get(co->ms, "paused", &ps) == 0)
         kbuf_printf(&b, "\n*** REBALANCING PAUSED for %.0f s: %s (keel resume lifts it) ***\n",
@@ -270,8 +285,9 @@ static void c_nodes(cctx *x) {
     cJSON *arr = cJSON_CreateArray();
     kbuf b;
     kbuf_init(&b);
-    kbuf_printf(&b, "%-16s %-9s %-22s %-8s %8s %10s\n", "NODE", "STATE", "ADDR", "RACK", "CAPACITY",
-                "PARTITIONS");
+    kbuf_printf(&b, "%-16s %-8s %-10s %-22s %-8s %8s %10s\n", "NODE", "LIVENESS", "MEMBERSHIP",
+                "ADDR", "RACK", "CAPACITY", "PARTITIONS");
+    int64_t now = coord_now(x->co);
     for (size_t k = 0; k < nn; k++) {
         const mapstore_node *n = &v[k].n;
         member *m = coord_member(x->co, n->id, 0);
@@ -279,19 +295,21 @@ static void c_nodes(cctx *x) {
         char addr[KEEL_HOST_MAX + 8];
         snprintf(addr, sizeof addr, "%s:%d", n->host, n->port);
         cJSON_AddStringToObject(o, "id", n->id);
-        cJSON_AddStringToObject(o, "state", mapstore_node_state_name(n->state));
+        cJSON_AddStringToObject(o, "state", coord_node_summary(n));
+        cJSON_AddStringToObject(o, "liveness", mapstore_liveness_name(n->liveness));
+        cJSON_AddStringToObject(o, "membership", mapstore_membership_name(n->membership));
         cJSON_AddStringToObject(o, "addr", addr);
         cJSON_AddStringToObject(o, "rack", n->rack);
         cJSON_AddNumberToObject(o, "capacity", n->capacity);
         cJSON_AddNumberToObject(o, "partitions", (double)v[k].partitions);
         if (m && m->last_hb_ms)
-            cJSON_AddNumberToObject(o, "heartbeat_age_s", (x->now - m->last_hb_ms) / 1000.0);
+            cJSON_AddNumberToObject(o, "heartbeat_age_s", (double)(now - m->last_hb_ms) / 1000.0);
         else
             cJSON_AddNullToObject(o, "heartbeat_age_s");
         cJSON_AddItemToArray(arr, o);
-        kbuf_printf(&b, "%-16s %-9s %-22s %-8s %8.2f %10zu\n", n->id,
-                    mapstore_node_state_name(n->state), addr, n->rack[0] ? n->rack : "-",
-                    n->capacity, v[k].partitions);
+        kbuf_printf(&b, "%-16s %-8s %-10s %-22s %-8s %8.2f %10zu\n", n->id,
+                    mapstore_liveness_name(n->liveness), mapstore_membership_name(n->membership),
+                    addr, n->rack[0] ? n->rack : "-", n->capacity, v[k].partitions);
     }
     free(v);
     coord_reply_view(x, arr, &b);
@@ -380,8 +398,9 @@ static void c_keel_register(cctx *x, const char *id) {
         err(x, "ERR out of memory");
         return;
     }
+    int64_t now = coord_now(co);
     int live = exists && m->last_hb_ms &&
-               x->now - m->last_hb_ms < coord_setting_ll(co, "node_suspect_after_ms");
+               now - m->last_hb_ms < coord_setting_ll(co, "node_suspect_after_ms");
     if (live && (strcmp(old.host, x->argv[1]) || old.port != port)) {
         keel_log(KEEL_LOG_WARN, "register_refused", "node=%s addr=%s:%ld live_at=%s:%d", id,
                  x->argv[1], port, old.host, old.port);
@@ -390,7 +409,7 @@ static void c_keel_register(cctx *x, const char *id) {
         err(x, msg);
         return;
     }
-    if (exists && old.state == MAPSTORE_NODE_REMOVED) {
+    if (exists && old.membership == MAPSTORE_MEMBER_REMOVED) {
         err(x, "ERR node was removed from the cluster; give it a new id");
         return;
     }
@@ -399,16 +418,16 @@ static void c_keel_register(cctx *x, const char *id) {
     n.port = (int)port;
     snprintf(n.rack, sizeof n.rack, "%s", strcmp(x->argv[3], "-") ? x->argv[3] : "");
     n.capacity = cap;
-    n.state =
-        exists && old.state == MAPSTORE_NODE_DRAINING ? MAPSTORE_NODE_DRAINING : MAPSTORE_NODE_UP;
+    n.liveness = MAPSTORE_NODE_UP; /* it just proved it is alive */
+    n.membership = exists ? old.membership : MAPSTORE_MEMBER_ACTIVE; /* intent survives restarts */
     if (mapstore_node_upsert(co->ms, &n, x->now)) {
         char msg[MAPSTORE_ERR_MAX + 32];
         snprintf(msg, sizeof msg, "ERR %s", mapstore_errmsg(co->ms));
         err(x, msg);
         return;
     }
-    m->last_hb_ms = x->now;
-    if (!co->first_register_ms) co->first_register_ms = x->now;
+    m->last_hb_ms = now;
+    if (!co->first_register_ms) co->first_register_ms = now;
     keel_log(KEEL_LOG_INFO, "node_registered", "node=%s addr=%s:%ld rack=%s capacity=%g new=%d", id,
              n.host, port, n.rack[0] ? n.rack : "-", cap, !exists);
     coord_moves_node_registered(co, id);
@@ -453,12 +472,13 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
         err(x, "ERR out of memory");
         return;
     }
-    m->last_hb_ms = x->now;
+    m->last_hb_ms = coord_now(co);
     take_metrics(co, m, x->argv[2]);
-    if (n.state == MAPSTORE_NODE_SUSPECT || n.state == MAPSTORE_NODE_DOWN) {
-        if (mapstore_node_set_state(co->ms, id, MAPSTORE_NODE_UP) == 0)
-            keel_log(KEEL_LOG_INFO, "node_state", "node=%s from=%s to=UP reason=heartbeat", id,
-                     mapstore_node_state_name(n.state));
+    if (n.liveness != MAPSTORE_NODE_UP && n.membership != MAPSTORE_MEMBER_REMOVED) {
+        if (mapstore_node_set_liveness(co->ms, id, MAPSTORE_NODE_UP) == 0)
+            keel_log(KEEL_LOG_INFO, "node_state",
+                     "node=%s from=%s to=UP membership=%s reason=heartbeat", id,
+                     mapstore_liveness_name(n.liveness), mapstore_membership_name(n.membership));
     }
     unsigned long long have = strtoull(x->argv[1], NULL, 10);
     uint64_t v = mapstore_version(co->ms);
@@ -475,11 +495,14 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
 
 static void c_keel_leave(cctx *x, const char *id) {
     mapstore_node n;
-    if (mapstore_node_get(x->co->ms, id, &n) == 0 && n.state != MAPSTORE_NODE_REMOVED &&
-        n.state != MAPSTORE_NODE_DOWN) {
-        mapstore_node_set_state(x->co->ms, id, MAPSTORE_NODE_DOWN);
-        keel_log(KEEL_LOG_INFO, "node_state", "node=%s from=%s to=DOWN reason=graceful-stop", id,
-                 mapstore_node_state_name(n.state));
+    if (mapstore_node_get(x->co->ms, id, &n) == 0 && n.liveness != MAPSTORE_NODE_DOWN) {
+        if (mapstore_node_set_liveness(x->co->ms, id, MAPSTORE_NODE_DOWN) == 0)
+            keel_log(KEEL_LOG_INFO, "node_state",
+                     "node=%s from=%s to=DOWN membership=%s reason=graceful-stop", id,
+                     mapstore_liveness_name(n.liveness), mapstore_membership_name(n.membership));
+        else
+            keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s error=\"%s\"", id,
+                     mapstore_errmsg(x->co->ms));
     }
     member *m = coord_member(x->co, id, 0);
     if (m) m->last_hb_ms = 0;
@@ -560,6 +583,42 @@ int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *ar
 
 /* ---- /metrics ------------------------------------------------------------ */
 
+/* Liveness and membership as two families (one series per node, the value
+ * 1, the state a label), and the failure detector's own health. */
+static void coord_render_detector_metrics(coord *co, kbuf *b, const node_view *v, size_t nn) {
+    kbuf_appendstr(b, "# HELP keel_node_liveness A node's liveness (the label; value 1).\n"
+                      "# TYPE keel_node_liveness gauge\n");
+    for (size_t k = 0; v && k < nn; k++)
+        kbuf_printf(b, "keel_node_liveness{node=\"%s\",liveness=\"%s\"} 1\n", v[k].n.id,
+                    mapstore_liveness_name(v[k].n.liveness));
+    kbuf_appendstr(b, "# HELP keel_node_membership A node's membership (the label; value 1).\n"
+                      "# TYPE keel_node_membership gauge\n");
+    for (size_t k = 0; v && k < nn; k++)
+        kbuf_printf(b, "keel_node_membership{node=\"%s\",membership=\"%s\"} 1\n", v[k].n.id,
+                    mapstore_membership_name(v[k].n.membership));
+    kbuf_printf(b,
+                "# HELP keel_detector_held 1 while the failure-ratio brake holds every verdict.\n"
+                "# TYPE keel_detector_held gauge\nkeel_detector_held %d\n"
+                "# HELP keel_detector_held_judgements_total Judgements the brake held back.\n"
+                "# TYPE keel_detector_held_judgements_total counter\n"
+                "keel_detector_held_judgements_total %llu\n"
+                "# HELP keel_detector_verdicts_total Nodes the detector declared, by verdict.\n"
+                "# TYPE keel_detector_verdicts_total counter\n"
+                "keel_detector_verdicts_total{to=\"SUSPECT\"} %llu\n"
+                "keel_detector_verdicts_total{to=\"DOWN\"} %llu\n"
+                "# HELP keel_coord_stalls_total Times the coordinator found it had not run for "
+                "over %d ms.\n"
+                "# TYPE keel_coord_stalls_total counter\nkeel_coord_stalls_total %llu\n"
+                "# HELP keel_coord_stalled_seconds_total Time the coordinator was stalled (not "
+                "counted against nodes).\n"
+                "# TYPE keel_coord_stalled_seconds_total counter\n"
+                "keel_coord_stalled_seconds_total %.3f\n",
+                co->detector.held, (unsigned long long)co->detector.held_total,
+                (unsigned long long)co->detector.suspect_total,
+                (unsigned long long)co->detector.down_total, COORD_CLOCK_GAP_MS,
+                (unsigned long long)co->clock.stalls, (double)co->clock.credited / 1000.0);
+}
+
 void coord_render_metrics(void *arg, kbuf *b) {
     coord *co = arg;
     size_t nn;
@@ -572,7 +631,8 @@ void coord_render_metrics(void *arg, kbuf *b) {
     kbuf_appendstr(b, "# TYPE keel_node_utilisation gauge\n");
     for (size_t k = 0; v && k < nn; k++)
         kbuf_printf(b, "keel_node_utilisation{node=\"%s\",state=\"%s\"} %.6f\n", v[k].n.id,
-                    mapstore_node_state_name(v[k].n.state), v[k].util);
+                    coord_node_summary(&v[k].n), v[k].util);
+    coord_render_detector_metrics(co, b, v, nn);
     free(v);
     mapstore_setting ps;
     int paused = mapstore_setting_get(co->ms, "paused", &ps) == 0;

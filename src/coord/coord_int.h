@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/directive.h"
 #include "core/peerauth.h"
+#include "core/stallclock.h"
 #include "net/peerserve.h" /* client.user is a peer_conn */
 #include "net/rserver.h"
 
@@ -19,12 +20,12 @@
 /* What heartbeats tell us about a node; memory only. */
 typedef struct member {
     char id[KEEL_ID_MAX + 1];
-    int64_t last_hb_ms; /* 0 = not heard from since this coordinator started */
+    int64_t last_hb_ms; /* on coord_now(); 0 = not heard from since this coordinator started */
     uint64_t bytes, keys;
     double ops;
     uint64_t disk_used, disk_capacity;
     double p99_ms;          /* foreground p99 over the last heartbeat interval */
-    int64_t failures_ms[4]; /* the last 4 times it went UP -> SUSPECT/DOWN */
+    int64_t failures_ms[4]; /* the last 4 times it went UP -> SUSPECT/DOWN (coord_now) */
 } member;
 
 /* Per-partition metrics from the owner's heartbeats. */
@@ -51,13 +52,23 @@ typedef struct coord {
     rserver *rs;
     struct http_server *http;
     uv_timer_t member_timer;
+    uv_timer_t clock_timer; /* reads `clock` every COORD_CLOCK_TICK_MS, so stalls are seen */
+    keel_stallclock clock;  /* every duration the coordinator measures: coord_now() */
+    struct {
+        int held;            /* the failure-ratio brake holds (detector.h) */
+        uint64_t held_total; /* judgements it held */
+        int64_t held_since;  /* coord_now() when it started holding; 0 = not holding */
+        uint64_t suspect_total, down_total;
+        uint64_t stalls_logged; /* clock.stalls when the last stall was logged */
+        int64_t credited_logged;
+    } detector;
     uv_signal_t sigint, sigterm;
     member *members;
     size_t nmembers;
     part_metrics *parts; /* [P] */
     unsigned partitions;
-    int64_t first_register_ms;
-    int64_t start_ms;
+    int64_t first_register_ms; /* coord_now() */
+    int64_t start_ms;          /* coord_now() at start */
     int stopping;
     struct coord_moves_state *mv;            /* the move executor (coord_move.c) */
     struct coord_rebalance_state *rebalance; /* the control loop (coord_rebalance.c) */
@@ -66,6 +77,20 @@ typedef struct coord {
     uint64_t map_json_version;
 } coord;
 
+#define COORD_CLOCK_TICK_MS 100
+#define COORD_CLOCK_GAP_MS 1000 /* a longer gap between clock reads is a coordinator stall */
+
+/* The coordinator's clock for every duration (timeouts, silence, ages): a
+ * monotonic ms clock that stops while the coordinator itself is stalled
+ * (core/stallclock.h). The wall clock is only for records people read. */
+int64_t coord_now(coord *co);
+
+/* A node's one-word summary for views and old scripts: REMOVED, else DOWN
+ * or SUSPECT when not UP, else DRAINING, else UP. */
+const char *coord_node_summary(const mapstore_node *n);
+/* Live and a member: liveness UP and membership not REMOVED. */
+int coord_node_usable(const mapstore_node *n);
+
 extern const setting_def coord_settings[];
 /* The value of a known setting (stored or default), as an integer. */
 long long coord_setting_ll(coord *co, const char *name);
@@ -73,7 +98,7 @@ double coord_setting_d(coord *co, const char *name);
 const setting_def *coord_setting_find(const char *name);
 
 struct plan_model;
-/* The planner's model of the cluster now: nodes, owners, per-partition
+/* The planner's model of the cluster at now_ms (coord_now()): nodes, owners, per-partition
  * bytes and load from heartbeats, metrics ages, planner settings. Returns 0
  * or a negative KEEL_E*; close the model either way. */
 int coord_build_model(coord *co, int64_t now_ms, struct plan_model *m);

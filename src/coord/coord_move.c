@@ -111,7 +111,8 @@ static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
     if (l->pl) return l->ready ? l : NULL;
     if (now < l->retry_ms) return NULL;
     mapstore_node n;
-    if (mapstore_node_get(x->co->ms, id, &n) || n.state == MAPSTORE_NODE_REMOVED) return NULL;
+    if (mapstore_node_get(x->co->ms, id, &n) || n.membership == MAPSTORE_MEMBER_REMOVED)
+        return NULL;
     peerlink_cbs cbs = {.on_ready = link_ready, .on_down = link_down};
     l->retry_ms = now + REDIAL_MS;
     l->pl = peerlink_open(x->co->loop, n.host, n.port, COORD_ID, id, &x->co->secret, &cbs, l);
@@ -169,7 +170,7 @@ static cmove *track(cms *x, const mapstore_move *rec) {
     if (!m) return NULL;
     m->rec = *rec;
     m->pause_ms = -1;
-    m->last_report_ms = m->started_ms = keel_wall_ms();
+    m->last_report_ms = m->started_ms = coord_now(x->co);
     snprintf(m->phase, sizeof m->phase, "planned");
     cmove **pp = &x->moves; /* keep id order */
     while (*pp)
@@ -186,7 +187,7 @@ static void drive(cms *x, cmove *m);
 
 /* Records the abort durably, then lets drive() tell the nodes. */
 static void abort_move(cms *x, cmove *m, const char *reason) {
-    int64_t now = keel_wall_ms();
+    int64_t now = keel_wall_ms();                        /* for the record */
     if (m->rec.state >= MAPSTORE_MOVE_COMMITTED) return; /* only forward after the commit */
     if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_ABORTED, now, reason)) {
         keel_log(KEEL_LOG_ERROR, "move_abort_failed", "move=%llu error=\"%s\"",
@@ -196,7 +197,7 @@ static void abort_move(cms *x, cmove *m, const char *reason) {
     refresh(x, m);
     snprintf(m->phase, sizeof m->phase, "aborting");
     x->counts.aborted_total++;
-    x->counts.last_end_ms = now;
+    x->counts.last_end_ms = coord_now(x->co);
     int loud = !strcmp(reason, "checksum-mismatch");
     keel_log(loud ? KEEL_LOG_ERROR : KEEL_LOG_WARN, "move_aborted",
              "move=%llu partition=%u from=%s to=%s reason=%s", (unsigned long long)m->rec.id,
@@ -244,7 +245,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
     cmove *m = find(x, id);
     if (!m) return;
     int ok_status = r && r->type == REDIS_REPLY_STATUS;
-    int64_t now = keel_wall_ms();
+    int64_t now = keel_wall_ms(); /* for records */
     switch (kind) {
     case K_OUT:
         m->busy_s = 0;
@@ -273,7 +274,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         m->in_gen = l->gen;
         if (mapstore_move_advance(x->co->ms, id, MAPSTORE_MOVE_COPYING, now, NULL) == 0) {
             refresh(x, m);
-            m->last_report_ms = now;
+            m->last_report_ms = coord_now(x->co);
             snprintf(m->phase, sizeof m->phase, "copying");
         }
         break;
@@ -361,7 +362,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
 
 static int send_to(cms *x, cmove *m, const char *node, int kind, int argc, const char **argv,
                    const size_t *lens) {
-    nlink *l = link_ready_for(x, node, keel_wall_ms());
+    nlink *l = link_ready_for(x, node, coord_now(x->co));
     if (!l) return -1;
     return peerlink_send(l->pl, on_reply, tag_of(m->rec.id, kind), argc, argv, lens) ? -1 : 0;
 }
@@ -370,7 +371,7 @@ static int send_to(cms *x, cmove *m, const char *node, int kind, int argc, const
 
 static void commit_move(cms *x, cmove *m) {
     coord *co = x->co;
-    int64_t now = keel_wall_ms();
+    int64_t now = keel_wall_ms(); /* for the record, and min_residence across restarts */
     if (FAILPOINT("move.before_commit") == FP_ERROR) {
         abort_move(x, m, "failpoint");
         return;
@@ -385,7 +386,7 @@ static void commit_move(cms *x, cmove *m) {
     }
     refresh(x, m);
     x->counts.committed_total++;
-    x->counts.last_end_ms = now;
+    x->counts.last_end_ms = coord_now(co);
     if (x->last_commit_ms) x->last_commit_ms[m->rec.partition] = now;
     keel_log(KEEL_LOG_INFO, "move_committed",
              "move=%llu partition=%u from=%s to=%s epoch=%llu version=%llu keys=%llu",
@@ -404,10 +405,11 @@ static void num(char *buf, size_t cap, uint64_t v) {
     snprintf(buf, cap, "%llu", (unsigned long long)v);
 }
 
+/* Live and a member (any membership but REMOVED, so a draining node's
+ * moves go on while it is up, and stop when it is SUSPECT or DOWN). */
 static int node_is_up(cms *x, const char *id) {
     mapstore_node n;
-    return mapstore_node_get(x->co->ms, id, &n) == 0 &&
-           (n.state == MAPSTORE_NODE_UP || n.state == MAPSTORE_NODE_DRAINING);
+    return mapstore_node_get(x->co->ms, id, &n) == 0 && coord_node_usable(&n);
 }
 
 /* Concurrency: may a PLANNED move start now? */
@@ -443,8 +445,7 @@ static void count_concurrency(cms *x) {
         size_t nn = 0, up = 0;
         if (mapstore_node_list(co->ms, &nodes, &nn) == 0)
             for (size_t i = 0; i < nn; i++)
-                up +=
-                    nodes[i].state == MAPSTORE_NODE_UP || nodes[i].state == MAPSTORE_NODE_DRAINING;
+                up += coord_node_usable(&nodes[i]);
         free(nodes);
         x->max_all = up / 2 > 1 ? (long long)(up / 2) : 1;
     }
@@ -455,7 +456,7 @@ static void count_concurrency(cms *x) {
 
 static void drive(cms *x, cmove *m) {
     coord *co = x->co;
-    int64_t now = keel_wall_ms();
+    int64_t now = coord_now(co); /* timeouts */
     char id[24], p[24], e[24], t[24], rate[24];
     num(id, sizeof id, m->rec.id);
     num(p, sizeof p, m->rec.partition);
@@ -534,10 +535,10 @@ static void drive(cms *x, cmove *m) {
         }
         int64_t due =
             m->rec.at_ms[MAPSTORE_MOVE_COMMITTED] + coord_setting_ll(co, "cleanup_after_s") * 1000;
-        if (now < due || m->busy_s || m->cleanup_sent) return;
+        if (keel_wall_ms() < due || m->busy_s || m->cleanup_sent) return; /* due: from the record */
         mapstore_node src;
         if (mapstore_node_get(co->ms, m->rec.from, &src) == 0 &&
-            src.state == MAPSTORE_NODE_REMOVED) { /* nothing left to clean */
+            src.membership == MAPSTORE_MEMBER_REMOVED) { /* nothing left to clean */
             if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_DONE, now, NULL) == 0)
                 drop(x, m);
             return;
@@ -557,9 +558,11 @@ static void drive(cms *x, cmove *m) {
             m->busy_d = 1;
         mapstore_node a, b;
         /* A node that was removed can never acknowledge. */
-        if (mapstore_node_get(co->ms, m->rec.from, &a) == 0 && a.state == MAPSTORE_NODE_REMOVED)
+        if (mapstore_node_get(co->ms, m->rec.from, &a) == 0 &&
+            a.membership == MAPSTORE_MEMBER_REMOVED)
             m->need_abort_s = 0;
-        if (mapstore_node_get(co->ms, m->rec.to, &b) == 0 && b.state == MAPSTORE_NODE_REMOVED)
+        if (mapstore_node_get(co->ms, m->rec.to, &b) == 0 &&
+            b.membership == MAPSTORE_MEMBER_REMOVED)
             m->need_abort_d = 0;
         if (!m->need_abort_s && !m->need_abort_d && !m->busy_s && !m->busy_d) drop(x, m);
         return;
@@ -571,12 +574,12 @@ static void drive(cms *x, cmove *m) {
 }
 
 static void start_fence(cms *x, cmove *m) {
-    int64_t now = keel_wall_ms();
     if (m->rec.state != MAPSTORE_MOVE_CATCHING_UP || m->fence_step) return;
-    if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_FENCED, now, NULL)) return;
+    if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_FENCED, keel_wall_ms(), NULL))
+        return;
     refresh(x, m);
     m->fence_step = 1;
-    m->fence_ms = now;
+    m->fence_ms = coord_now(x->co);
     drive(x, m);
 }
 
@@ -647,7 +650,7 @@ void coord_moves_node_registered(coord *co, const char *id) {
     }
     l->retry_ms = 0; /* dial now (the tick retries); link_ready reconciles */
     l->want_reconcile = 1;
-    link_ready_for(x, id, keel_wall_ms());
+    link_ready_for(x, id, coord_now(co));
 }
 
 /* ---- Reports from destinations -------------------------------------------------------- */
@@ -657,9 +660,8 @@ void coord_move_report(coord *co, const char *from, int argc, char **argv) {
     if (!x || argc < 8) return;
     cmove *m = find(x, strtoull(argv[1], NULL, 10));
     if (!m || strcmp(m->rec.to, from) != 0) return; /* only D reports, about its own move */
-    int64_t now = keel_wall_ms();
     const char *phase = argv[2];
-    m->last_report_ms = now;
+    m->last_report_ms = coord_now(co);
     snprintf(m->phase, sizeof m->phase, "%s", phase);
     m->bytes = strtoull(argv[3], NULL, 10);
     m->keys = strtoull(argv[4], NULL, 10);
@@ -693,7 +695,8 @@ void coord_move_report(coord *co, const char *from, int argc, char **argv) {
         return;
     }
     if (m->rec.state == MAPSTORE_MOVE_COPYING && strcmp(phase, "copying") != 0) {
-        if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, now, NULL) == 0)
+        if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, keel_wall_ms(),
+                                  NULL) == 0)
             refresh(x, m);
     }
     mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes);
@@ -719,9 +722,8 @@ int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
         return snprintf(err, cap, "partition %u has no owner yet", p), KEEL_EINVAL;
     if (mapstore_node_get(co->ms, to, &n))
         return snprintf(err, cap, "no node %s", to), KEEL_ENOTFOUND;
-    if (n.state != MAPSTORE_NODE_UP)
-        return snprintf(err, cap, "node %s is %s, not UP", to, mapstore_node_state_name(n.state)),
-               KEEL_EINVAL;
+    if (n.liveness != MAPSTORE_NODE_UP || n.membership != MAPSTORE_MEMBER_ACTIVE)
+        return snprintf(err, cap, "node %s is %s, not UP", to, coord_node_summary(&n)), KEEL_EINVAL;
     if (coord_quarantined(co, to))
         return snprintf(err, cap, "node %s is quarantined (keel unquarantine %s)", to, to),
                KEEL_EINVAL;
@@ -872,7 +874,7 @@ void coord_moves_counts(coord *co, coord_move_counts *out) {
 
 static void on_tick(uv_timer_t *t) {
     cms *x = t->data;
-    int64_t now = keel_wall_ms();
+    int64_t now = coord_now(x->co);
     count_concurrency(x);
     for (cmove *m = x->moves, *next; m; m = next) {
         next = m->next;
@@ -886,9 +888,10 @@ static void on_tick(uv_timer_t *t) {
         if (l->want_reconcile) link_ready_for(x, l->id, now);
 }
 
-void coord_moves_annotate(coord *co, plan_model *pm, int64_t now) {
+void coord_moves_annotate(coord *co, plan_model *pm) {
     cms *x = state_of(co);
     if (!x) return;
+    int64_t now = keel_wall_ms(); /* residence spans restarts: measured from the records */
     for (size_t i = 0; i < pm->nparts; i++) {
         plan_part *pp = &pm->parts[i];
         if (pp->id < co->partitions && x->last_commit_ms[pp->id])

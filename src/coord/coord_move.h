@@ -68,7 +68,7 @@ struct plan_model;
  * moves: partitions with a move not yet committed are in flight (their
  * weight counted at the destination), and each partition's time since its
  * last commit (min_residence). */
-void coord_moves_annotate(coord *co, struct plan_model *m, int64_t now_ms);
+void coord_moves_annotate(coord *co, struct plan_model *m);
 
 /* Counts for /metrics and STATUS. */
 typedef struct coord_move_counts {
@@ -76,7 +76,7 @@ typedef struct coord_move_counts {
     double oldest_age_s;
     uint64_t started_total, committed_total, aborted_total;
     double last_pause_ms, max_pause_ms;
-    int64_t last_end_ms; /* when a move last committed or aborted; 0 = never */
+    int64_t last_end_ms; /* coord_now() when a move last committed or aborted; 0 = never */
 } coord_move_counts;
 void coord_moves_counts(coord *co, coord_move_counts *out);
 

@@ -131,9 +131,9 @@ void coord_c_plan(cctx *x) {
     plan_model m;
     plan_result r;
     memset(&r, 0, sizeof r);
-    int rc = coord_build_model(x->co, x->now, &m);
+    int rc = coord_build_model(x->co, coord_now(x->co), &m);
     if (!rc) { /* exactly what the loop's next round would see */
-        coord_moves_annotate(x->co, &m, x->now);
+        coord_moves_annotate(x->co, &m);
         m.episode = coord_rebalance_episode(x->co);
         rc = plan_run(&m, &r);
     }
@@ -173,7 +173,7 @@ static int owned_partitions(coord *co, const char *id, size_t *n) {
     return rc;
 }
 
-static void set_node_state(cctx *x, mapstore_node_state to) {
+static void set_membership(cctx *x, mapstore_membership to) {
     mapstore_node n;
     char msg[256];
     if (mapstore_node_get(x->co->ms, x->argv[1], &n)) {
@@ -181,8 +181,13 @@ static void set_node_state(cctx *x, mapstore_node_state to) {
         coord_reply_err(x, msg);
         return;
     }
+    if (n.membership == MAPSTORE_MEMBER_REMOVED) {
+        snprintf(msg, sizeof msg, "ERR node %s was removed from the cluster", n.id);
+        coord_reply_err(x, msg);
+        return;
+    }
     size_t owned = 0;
-    if (to == MAPSTORE_NODE_REMOVED) {
+    if (to == MAPSTORE_MEMBER_REMOVED) {
         if (owned_partitions(x->co, n.id, &owned)) {
             store_err(x);
             return;
@@ -195,21 +200,23 @@ static void set_node_state(cctx *x, mapstore_node_state to) {
             return;
         }
     }
-    if (mapstore_node_set_state(x->co->ms, n.id, to)) {
+    if (mapstore_node_set_membership(x->co->ms, n.id, to)) {
         store_err(x);
         return;
     }
-    keel_log(KEEL_LOG_WARN, "node_state", "node=%s from=%s to=%s reason=operator by=%s", n.id,
-             mapstore_node_state_name(n.state), mapstore_node_state_name(to), x->c->addr);
+    keel_log(KEEL_LOG_WARN, "node_membership",
+             "node=%s from=%s to=%s liveness=%s reason=operator by=%s", n.id,
+             mapstore_membership_name(n.membership), mapstore_membership_name(to),
+             mapstore_liveness_name(n.liveness), x->c->addr);
     resp_w_simple(&x->c->out, "OK");
 }
 
 void coord_c_drain(cctx *x) {
-    set_node_state(x, MAPSTORE_NODE_DRAINING);
+    set_membership(x, MAPSTORE_MEMBER_DRAINING);
 }
 
 void coord_c_remove(cctx *x) {
-    set_node_state(x, MAPSTORE_NODE_REMOVED);
+    set_membership(x, MAPSTORE_MEMBER_REMOVED);
 }
 
 void coord_c_failpoint(cctx *x) {

@@ -36,7 +36,9 @@ static void skip(struct coord_rebalance_state *r, rebalance_skip why, const char
              detail ? detail : "-");
 }
 
-/* Counts UP nodes; copies the id of a SUSPECT one (if any) into suspect. */
+/* Counts live member nodes; copies the id of a SUSPECT one (if any) into
+ * suspect. A DOWN node does not count either way: its metrics are missing,
+ * the others' are not, so rounds go on without it (the planner freezes it). */
 static int count_up(coord *co, char *suspect, size_t cap) {
     mapstore_node *nodes = NULL;
     size_t n = 0;
@@ -44,8 +46,9 @@ static int count_up(coord *co, char *suspect, size_t cap) {
     suspect[0] = 0;
     if (mapstore_node_list(co->ms, &nodes, &n)) return 0;
     for (size_t i = 0; i < n; i++) {
-        up += nodes[i].state == MAPSTORE_NODE_UP;
-        if (nodes[i].state == MAPSTORE_NODE_SUSPECT) snprintf(suspect, cap, "%s", nodes[i].id);
+        if (nodes[i].membership == MAPSTORE_MEMBER_REMOVED) continue;
+        up += nodes[i].liveness == MAPSTORE_NODE_UP;
+        if (nodes[i].liveness == MAPSTORE_NODE_SUSPECT) snprintf(suspect, cap, "%s", nodes[i].id);
     }
     free(nodes);
     return up;
@@ -65,10 +68,11 @@ static const char *latency_blocker(coord *co) {
     double high = coord_setting_d(co, "disk_high");
     for (size_t i = 0; i < n; i++) {
         member *m = coord_member(co, nodes[i].id, 0);
-        if (nodes[i].state == MAPSTORE_NODE_DRAINING) urgent = 1;
+        if (!coord_node_usable(&nodes[i])) continue;
+        if (nodes[i].membership == MAPSTORE_MEMBER_DRAINING) urgent = 1;
         if (!m) continue;
         if (m->disk_capacity && (double)m->disk_used / (double)m->disk_capacity > high) urgent = 1;
-        if (nodes[i].state == MAPSTORE_NODE_UP && m->p99_ms > objective) slow = m->id;
+        if (nodes[i].membership == MAPSTORE_MEMBER_ACTIVE && m->p99_ms > objective) slow = m->id;
     }
     free(nodes);
     return urgent ? NULL : slow;
@@ -114,7 +118,7 @@ static void round_run(struct coord_rebalance_state *r, int64_t now) {
     memset(&res, 0, sizeof res);
     int rc = coord_build_model(co, now, &m);
     if (!rc) {
-        coord_moves_annotate(co, &m, now);
+        coord_moves_annotate(co, &m);
         m.episode = r->episode;
         rc = plan_run(&m, &res);
     }
@@ -160,7 +164,7 @@ out:
 
 static void on_tick(uv_timer_t *t) {
     struct coord_rebalance_state *r = t->data;
-    int64_t now = keel_wall_ms();
+    int64_t now = coord_now(r->co);
     /* Re-read every tick, so a changed interval applies at once. */
     long long interval = coord_setting_ll(r->co, "rebalance_interval_s");
     if (interval <= 0 || now < r->last_round_ms + interval * 1000) return; /* off, or not due */
@@ -173,7 +177,7 @@ int coord_rebalance_start(coord *co) {
     if (!r) return -1;
     r->co = co;
     co->rebalance = r;
-    r->last_round_ms = keel_wall_ms(); /* the first round one interval after start */
+    r->last_round_ms = coord_now(co); /* the first round one interval after start */
     uv_timer_init(co->loop, &r->timer);
     r->timer.data = r;
     uv_timer_start(&r->timer, on_tick, TICK_MS, TICK_MS);

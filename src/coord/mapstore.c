@@ -27,9 +27,9 @@ struct mapstore {
     char errmsg[MAPSTORE_ERR_MAX];
 };
 
-static const char *const node_names[MAPSTORE_NODE_NSTATES] = {
-    "UP", "SUSPECT", "DOWN", "DRAINING", "REMOVED",
-};
+static const char *const liveness_names[MAPSTORE_NODE_NLIVENESS] = {"UP", "SUSPECT", "DOWN"};
+
+static const char *const membership_names[MAPSTORE_MEMBER_N] = {"ACTIVE", "DRAINING", "REMOVED"};
 
 static const char *const move_names[MAPSTORE_MOVE_NSTATES] = {
     "PLANNED", "COPYING", "CATCHING_UP", "FENCED", "COMMITTED", "DONE", "ABORTED",
@@ -37,8 +37,12 @@ static const char *const move_names[MAPSTORE_MOVE_NSTATES] = {
 
 /* ---- Names ---------------------------------------------------------------- */
 
-const char *mapstore_node_state_name(mapstore_node_state s) {
-    return (unsigned)s < MAPSTORE_NODE_NSTATES ? node_names[s] : "?";
+const char *mapstore_liveness_name(mapstore_liveness s) {
+    return (unsigned)s < MAPSTORE_NODE_NLIVENESS ? liveness_names[s] : "?";
+}
+
+const char *mapstore_membership_name(mapstore_membership s) {
+    return (unsigned)s < MAPSTORE_MEMBER_N ? membership_names[s] : "?";
 }
 
 const char *mapstore_move_state_name(mapstore_move_state s) {
@@ -51,10 +55,17 @@ static int parse_name(const char *const *names, int n, const char *name) {
     return KEEL_EINVAL;
 }
 
-int mapstore_node_state_parse(const char *name, mapstore_node_state *out) {
-    int i = parse_name(node_names, MAPSTORE_NODE_NSTATES, name);
+int mapstore_liveness_parse(const char *name, mapstore_liveness *out) {
+    int i = parse_name(liveness_names, MAPSTORE_NODE_NLIVENESS, name);
     if (i < 0) return i;
-    *out = (mapstore_node_state)i;
+    *out = (mapstore_liveness)i;
+    return 0;
+}
+
+int mapstore_membership_parse(const char *name, mapstore_membership *out) {
+    int i = parse_name(membership_names, MAPSTORE_MEMBER_N, name);
+    if (i < 0) return i;
+    *out = (mapstore_membership)i;
     return 0;
 }
 
@@ -183,8 +194,12 @@ static int check_node(mapstore *ms, const mapstore_node *n) {
         return mapstore__errf(ms, KEEL_EINVAL, "node %s: bad rack", n->id);
     if (!isfinite(n->capacity) || n->capacity < 0)
         return mapstore__errf(ms, KEEL_EINVAL, "node %s: capacity must be finite and >= 0", n->id);
-    if ((unsigned)n->state >= MAPSTORE_NODE_NSTATES)
-        return mapstore__errf(ms, KEEL_EINVAL, "node %s: invalid state %d", n->id, (int)n->state);
+    if ((unsigned)n->liveness >= MAPSTORE_NODE_NLIVENESS)
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s: invalid liveness %d", n->id,
+                              (int)n->liveness);
+    if ((unsigned)n->membership >= MAPSTORE_MEMBER_N)
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s: invalid membership %d", n->id,
+                              (int)n->membership);
     return 0;
 }
 
@@ -252,12 +267,20 @@ int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n) {
     return ms->ops->node_list(ms, out, n);
 }
 
-int mapstore_node_set_state(mapstore *ms, const char *id, mapstore_node_state state) {
+int mapstore_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l) {
     int rc;
     if ((rc = check_id(ms, "node id", id))) return rc;
-    if ((unsigned)state >= MAPSTORE_NODE_NSTATES)
-        return mapstore__errf(ms, KEEL_EINVAL, "invalid node state %d", (int)state);
-    return ms->ops->node_set_state(ms, id, state);
+    if ((unsigned)l >= MAPSTORE_NODE_NLIVENESS)
+        return mapstore__errf(ms, KEEL_EINVAL, "invalid liveness %d", (int)l);
+    return ms->ops->node_set_liveness(ms, id, l);
+}
+
+int mapstore_node_set_membership(mapstore *ms, const char *id, mapstore_membership m) {
+    int rc;
+    if ((rc = check_id(ms, "node id", id))) return rc;
+    if ((unsigned)m >= MAPSTORE_MEMBER_N)
+        return mapstore__errf(ms, KEEL_EINVAL, "invalid membership %d", (int)m);
+    return ms->ops->node_set_membership(ms, id, m);
 }
 
 int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms) {

@@ -76,16 +76,33 @@ typedef struct mapstore mapstore;
 
 /* ---- Values ------------------------------------------------------------ */
 
-/* Node states (DESIGN §7). Stored by name; the order is not part of the
- * format. */
+/* A node has two independent states (DESIGN §7, docs/coordinator.md):
+ *
+ *   liveness    what the failure detector believes: UP while it heartbeats,
+ *               SUSPECT after node_suspect_after_ms of silence, DOWN after
+ *               node_dead_after_ms or a graceful stop. Set by the detector
+ *               and by heartbeats only.
+ *   membership  what the operator intends: ACTIVE, DRAINING (the planner
+ *               empties it), REMOVED (final; the id is never reused). Set by
+ *               operator commands only.
+ *
+ * They are kept apart so that a draining node that dies is still judged by
+ * its heartbeats (it goes SUSPECT, then DOWN, like any other) and so that a
+ * node's intent survives its crashes. Both are stored by name; the order is
+ * not part of the format. */
 typedef enum {
     MAPSTORE_NODE_UP = 0,
     MAPSTORE_NODE_SUSPECT,
     MAPSTORE_NODE_DOWN,
-    MAPSTORE_NODE_DRAINING,
-    MAPSTORE_NODE_REMOVED,
-    MAPSTORE_NODE_NSTATES
-} mapstore_node_state;
+    MAPSTORE_NODE_NLIVENESS
+} mapstore_liveness;
+
+typedef enum {
+    MAPSTORE_MEMBER_ACTIVE = 0,
+    MAPSTORE_MEMBER_DRAINING,
+    MAPSTORE_MEMBER_REMOVED,
+    MAPSTORE_MEMBER_N
+} mapstore_membership;
 
 /* Move states (DESIGN §6). The legal transitions are
  *   PLANNED -> COPYING -> CATCHING_UP -> FENCED -> COMMITTED -> DONE
@@ -109,7 +126,8 @@ typedef struct mapstore_node {
     int port;                         /* 1..65535 */
     char rack[MAPSTORE_RACK_MAX + 1]; /* 0..64 likewise; "" = none */
     double capacity;                  /* finite, >= 0 */
-    mapstore_node_state state;
+    mapstore_liveness liveness;
+    mapstore_membership membership;
     int64_t registered_at_ms;  /* set by the first upsert; read-only */
     int64_t last_heartbeat_ms; /* see mapstore_node_heartbeat */
 } mapstore_node;
@@ -151,11 +169,14 @@ static inline int64_t mapstore_setting_age_ms(const mapstore_setting *s, int64_t
     return now_ms > s->set_at_ms ? now_ms - s->set_at_ms : 0;
 }
 
-/* Upper-case names ("UP", "CATCHING_UP"...), static; "?" for a bad value. */
-const char *mapstore_node_state_name(mapstore_node_state s);
+/* Upper-case names ("UP", "DRAINING", "CATCHING_UP"...), static; "?" for a
+ * bad value. */
+const char *mapstore_liveness_name(mapstore_liveness s);
+const char *mapstore_membership_name(mapstore_membership s);
 const char *mapstore_move_state_name(mapstore_move_state s);
 /* Parse an exact upper-case name. Return 0, or KEEL_EINVAL. */
-int mapstore_node_state_parse(const char *name, mapstore_node_state *out);
+int mapstore_liveness_parse(const char *name, mapstore_liveness *out);
+int mapstore_membership_parse(const char *name, mapstore_membership *out);
 int mapstore_move_state_parse(const char *name, mapstore_move_state *out);
 /* 1 if a move may go from state `from` to state `to` (the transitions listed
  * at mapstore_move_state), else 0. */
@@ -226,19 +247,24 @@ int mapstore_bump_term(mapstore *ms, uint64_t *term);
 
 /* Registers node n or updates it. Insert: every field of n, with
  * registered_at_ms = last_heartbeat_ms = now_ms. Update: host, port, rack,
- * capacity and state from n, last_heartbeat_ms = now_ms; registered_at_ms
- * is kept. n->registered_at_ms and n->last_heartbeat_ms are ignored. Adds
- * one to the version on insert or when host, port or state changed.
- * Errors: KEEL_EINVAL, KEEL_EIO. */
+ * capacity, liveness and membership from n, last_heartbeat_ms = now_ms;
+ * registered_at_ms is kept. n->registered_at_ms and n->last_heartbeat_ms
+ * are ignored. Adds one to the version on insert or when host, port,
+ * liveness or membership changed.
+ * Errors: KEEL_EINVAL (also: the stored node is REMOVED and n is not),
+ * KEEL_EIO. */
 int mapstore_node_upsert(mapstore *ms, const mapstore_node *n, int64_t now_ms);
 /* Fills *out with node id. Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
 int mapstore_node_get(mapstore *ms, const char *id, mapstore_node *out);
 /* All nodes, ordered by id: *out is malloc'd (caller frees with free(); NULL
  * when *n is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
 int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n);
-/* Sets a node's state; +1 version if it changed (setting the same state is
- * a successful no-op). Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
-int mapstore_node_set_state(mapstore *ms, const char *id, mapstore_node_state state);
+/* Sets a node's liveness; +1 version if it changed (setting the same value
+ * is a successful no-op). Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
+int mapstore_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l);
+/* Sets a node's membership; +1 version if it changed. REMOVED is final:
+ * leaving it fails with KEEL_EINVAL. Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
+int mapstore_node_set_membership(mapstore *ms, const char *id, mapstore_membership m);
 /* Records a heartbeat time. Each call is a synchronous transaction (an
  * fsync): persist heartbeats sparingly (on state changes, or every few
  * seconds), not every heartbeat of every node. Errors: KEEL_EINVAL,
@@ -338,7 +364,8 @@ typedef struct mapstore_ops {
     int (*node_upsert)(mapstore *ms, const mapstore_node *n, int64_t now_ms);
     int (*node_get)(mapstore *ms, const char *id, mapstore_node *out);
     int (*node_list)(mapstore *ms, mapstore_node **out, size_t *n);
-    int (*node_set_state)(mapstore *ms, const char *id, mapstore_node_state state);
+    int (*node_set_liveness)(mapstore *ms, const char *id, mapstore_liveness l);
+    int (*node_set_membership)(mapstore *ms, const char *id, mapstore_membership m);
     int (*node_heartbeat)(mapstore *ms, const char *id, int64_t now_ms);
     int (*partition_get)(mapstore *ms, unsigned p, mapstore_partition *out);
     int (*partition_list)(mapstore *ms, mapstore_partition **out, size_t *n);

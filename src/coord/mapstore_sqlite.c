@@ -45,14 +45,26 @@
 #include "core/err.h"
 
 #define MSQ_APP_ID 1262830924 /* 0x4b45454c, "KEEL": PRAGMA application_id */
-#define MSQ_SCHEMA_VERSION 1  /* PRAGMA user_version */
+#define MSQ_SCHEMA_VERSION 2  /* PRAGMA user_version; 1 is migrated at open */
 #define MSQ_STR_(x) #x
 #define MSQ_STR(x) MSQ_STR_(x)
 #define MSQ_U63 "9223372036854775807"
 
-/* Schema version 1 (docs/mapstore.md). Run once, at creation, inside the
- * creating transaction. */
+/* Schema version 2 (docs/mapstore.md). Run once, at creation, inside the
+ * creating transaction. Version 2 split version 1's node `state` into
+ * liveness and membership (see migrate_v1). */
 /* clang-format off */
+#define NODES_TABLE(name)                                                                          \
+    "CREATE TABLE " name " ("                                                                      \
+    " id TEXT PRIMARY KEY NOT NULL,"                                                               \
+    " host TEXT NOT NULL,"                                                                         \
+    " port INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),"                                     \
+    " rack TEXT NOT NULL,"                                                                         \
+    " capacity REAL NOT NULL CHECK (capacity >= 0),"                                               \
+    " liveness TEXT NOT NULL CHECK (liveness IN ('UP','SUSPECT','DOWN')),"                         \
+    " membership TEXT NOT NULL CHECK (membership IN ('ACTIVE','DRAINING','REMOVED')),"             \
+    " registered_at_ms INTEGER NOT NULL,"                                                          \
+    " last_heartbeat_ms INTEGER NOT NULL) STRICT, WITHOUT ROWID;"
 static const char schema_sql[] =
     "PRAGMA application_id = " MSQ_STR(MSQ_APP_ID) ";"
     "PRAGMA user_version = " MSQ_STR(MSQ_SCHEMA_VERSION) ";"
@@ -64,15 +76,7 @@ static const char schema_sql[] =
     " term INTEGER NOT NULL CHECK (term >= 0),"
     " map_version INTEGER NOT NULL CHECK (map_version >= 0),"
     " created_at_ms INTEGER NOT NULL) STRICT;"
-    "CREATE TABLE nodes ("
-    " id TEXT PRIMARY KEY NOT NULL,"
-    " host TEXT NOT NULL,"
-    " port INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),"
-    " rack TEXT NOT NULL,"
-    " capacity REAL NOT NULL CHECK (capacity >= 0),"
-    " state TEXT NOT NULL CHECK (state IN ('UP','SUSPECT','DOWN','DRAINING','REMOVED')),"
-    " registered_at_ms INTEGER NOT NULL,"
-    " last_heartbeat_ms INTEGER NOT NULL) STRICT, WITHOUT ROWID;"
+    NODES_TABLE("nodes")
     "CREATE TABLE partitions ("
     " id INTEGER PRIMARY KEY CHECK (id >= 0),"
     " owner TEXT REFERENCES nodes(id),"
@@ -107,7 +111,8 @@ static const char schema_sql[] =
     " set_at_ms INTEGER NOT NULL) STRICT, WITHOUT ROWID;";
 /* clang-format on */
 
-#define NODE_COLS "id, host, port, rack, capacity, state, registered_at_ms, last_heartbeat_ms"
+#define NODE_COLS                                                                                  \
+    "id, host, port, rack, capacity, liveness, membership, registered_at_ms, last_heartbeat_ms"
 #define MOVE_COLS                                                                                  \
     "id, partition, from_node, to_node, state, epoch, bytes, reason, abort_reason,"                \
     " planned_at_ms, copying_at_ms, catching_up_at_ms, fenced_at_ms, committed_at_ms,"             \
@@ -142,10 +147,12 @@ static const char schema_sql[] =
                     " AND map_version < " MSQ_U63 " RETURNING map_version")                        \
     X(NODE_GET, "SELECT " NODE_COLS " FROM nodes WHERE id = ?1")                                   \
     X(NODE_LIST, "SELECT " NODE_COLS " FROM nodes ORDER BY id")                                    \
-    X(NODE_INSERT, "INSERT INTO nodes (" NODE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)")    \
-    X(NODE_UPDATE, "UPDATE nodes SET host = ?2, port = ?3, rack = ?4, capacity = ?5, state = ?6,"  \
-                   " last_heartbeat_ms = ?7 WHERE id = ?1")                                        \
-    X(NODE_SET_STATE, "UPDATE nodes SET state = ?2 WHERE id = ?1")                                 \
+    X(NODE_INSERT,                                                                                 \
+      "INSERT INTO nodes (" NODE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)")             \
+    X(NODE_UPDATE, "UPDATE nodes SET host = ?2, port = ?3, rack = ?4, capacity = ?5,"              \
+                   " liveness = ?6, membership = ?7, last_heartbeat_ms = ?8 WHERE id = ?1")        \
+    X(NODE_SET_LIVENESS, "UPDATE nodes SET liveness = ?2 WHERE id = ?1")                           \
+    X(NODE_SET_MEMBERSHIP, "UPDATE nodes SET membership = ?2 WHERE id = ?1")                       \
     X(NODE_HEARTBEAT, "UPDATE nodes SET last_heartbeat_ms = ?2 WHERE id = ?1")                     \
     X(PART_GET, "SELECT id, owner, epoch, pinned FROM partitions WHERE id = ?1")                   \
     X(PART_LIST, "SELECT id, owner, epoch, pinned FROM partitions ORDER BY id")                    \
@@ -337,15 +344,16 @@ static int do_bump_term(mapstore *ms, msq *q, void *arg) {
 /* ---- Row readers ------------------------------------------------------------- */
 
 static int read_node(sqlite3_stmt *st, mapstore_node *n) {
-    char state[16];
+    char live[16], member[16];
     if (col_text(st, 0, n->id, sizeof n->id) || col_text(st, 1, n->host, sizeof n->host) ||
-        col_text(st, 3, n->rack, sizeof n->rack) || col_text(st, 5, state, sizeof state) ||
-        mapstore_node_state_parse(state, &n->state))
+        col_text(st, 3, n->rack, sizeof n->rack) || col_text(st, 5, live, sizeof live) ||
+        col_text(st, 6, member, sizeof member) || mapstore_liveness_parse(live, &n->liveness) ||
+        mapstore_membership_parse(member, &n->membership))
         return KEEL_ECORRUPT;
     n->port = sqlite3_column_int(st, 2);
     n->capacity = sqlite3_column_double(st, 4);
-    n->registered_at_ms = sqlite3_column_int64(st, 6);
-    n->last_heartbeat_ms = sqlite3_column_int64(st, 7);
+    n->registered_at_ms = sqlite3_column_int64(st, 7);
+    n->last_heartbeat_ms = sqlite3_column_int64(st, 8);
     return 0;
 }
 
@@ -504,8 +512,9 @@ static void bind_node(sqlite3_stmt *st, const mapstore_node *n, int64_t now_ms) 
     sqlite3_bind_int(st, 3, n->port);
     bind_text(st, 4, n->rack);
     sqlite3_bind_double(st, 5, n->capacity);
-    bind_text(st, 6, mapstore_node_state_name(n->state));
-    sqlite3_bind_int64(st, 7, now_ms);
+    bind_text(st, 6, mapstore_liveness_name(n->liveness));
+    bind_text(st, 7, mapstore_membership_name(n->membership));
+    sqlite3_bind_int64(st, 8, now_ms);
 }
 
 static int do_node_upsert(mapstore *ms, msq *q, void *arg) {
@@ -514,11 +523,14 @@ static int do_node_upsert(mapstore *ms, msq *q, void *arg) {
     int rc = get_node(ms, q, a->n->id, &old);
     if (rc && rc != KEEL_ENOTFOUND) return rc;
     int insert = rc == KEEL_ENOTFOUND;
+    if (!insert && old.membership == MAPSTORE_MEMBER_REMOVED &&
+        a->n->membership != MAPSTORE_MEMBER_REMOVED)
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s was removed", a->n->id);
     sqlite3_stmt *st = stmt(q, insert ? ST_NODE_INSERT : ST_NODE_UPDATE);
     bind_node(st, a->n, a->now_ms);
     if ((rc = step_done(ms, q, st, "upsert node"))) return rc;
     if (insert || strcmp(old.host, a->n->host) || old.port != a->n->port ||
-        old.state != a->n->state)
+        old.liveness != a->n->liveness || old.membership != a->n->membership)
         return do_bump_version(ms, q);
     return 0;
 }
@@ -537,26 +549,39 @@ static int sq_node_list(mapstore *ms, mapstore_node **out, size_t *n) {
     return get_all(ms, q, stmt(q, ST_NODE_LIST), row_node, sizeof **out, (void **)out, n, "nodes");
 }
 
+/* Sets one of a node's two state columns (liveness or membership). */
 typedef struct state_arg {
     const char *id;
-    mapstore_node_state state;
+    int is_membership;
+    int value;
 } state_arg;
 
-static int do_node_set_state(mapstore *ms, msq *q, void *arg) {
+static int do_node_set(mapstore *ms, msq *q, void *arg) {
     state_arg *a = arg;
     mapstore_node old;
     int rc = get_node(ms, q, a->id, &old);
-    if (rc || old.state == a->state) return rc;
-    sqlite3_stmt *st = stmt(q, ST_NODE_SET_STATE);
+    if (rc) return rc;
+    int cur = a->is_membership ? (int)old.membership : (int)old.liveness;
+    if (cur == a->value) return 0;
+    if (a->is_membership && old.membership == MAPSTORE_MEMBER_REMOVED)
+        return mapstore__errf(ms, KEEL_EINVAL, "node %s was removed", a->id);
+    sqlite3_stmt *st = stmt(q, a->is_membership ? ST_NODE_SET_MEMBERSHIP : ST_NODE_SET_LIVENESS);
     bind_text(st, 1, a->id);
-    bind_text(st, 2, mapstore_node_state_name(a->state));
+    bind_text(st, 2,
+              a->is_membership ? mapstore_membership_name((mapstore_membership)a->value)
+                               : mapstore_liveness_name((mapstore_liveness)a->value));
     if ((rc = step_done(ms, q, st, "set node state"))) return rc;
     return do_bump_version(ms, q);
 }
 
-static int sq_node_set_state(mapstore *ms, const char *id, mapstore_node_state state) {
-    state_arg a = {id, state};
-    return in_tx(ms, do_node_set_state, &a);
+static int sq_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l) {
+    state_arg a = {id, 0, (int)l};
+    return in_tx(ms, do_node_set, &a);
+}
+
+static int sq_node_set_membership(mapstore *ms, const char *id, mapstore_membership m) {
+    state_arg a = {id, 1, (int)m};
+    return in_tx(ms, do_node_set, &a);
 }
 
 static int do_node_heartbeat(mapstore *ms, msq *q, void *arg) {
@@ -878,7 +903,8 @@ static const mapstore_ops sqlite_ops = {
     .node_upsert = sq_node_upsert,
     .node_get = sq_node_get,
     .node_list = sq_node_list,
-    .node_set_state = sq_node_set_state,
+    .node_set_liveness = sq_node_set_liveness,
+    .node_set_membership = sq_node_set_membership,
     .node_heartbeat = sq_node_heartbeat,
     .partition_get = sq_partition_get,
     .partition_list = sq_partition_list,
@@ -932,7 +958,7 @@ static int open_fail(sqlite3 *db, int src, const char *path, const char *what, c
 
 /* The SQLite header: is this a Keel map store of a schema we know? The first
  * read of the file; nothing is written before it passes. */
-static int check_header(sqlite3 *db, const char *path, char *err, size_t errcap) {
+static int check_header(sqlite3 *db, const char *path, int64_t *version, char *err, size_t errcap) {
     int64_t app = 0, ver = 0;
     int src;
     if ((src = pragma(db, "PRAGMA locking_mode = EXCLUSIVE", NULL, NULL, 0)) ||
@@ -945,11 +971,54 @@ static int check_header(sqlite3 *db, const char *path, char *err, size_t errcap)
                (unsigned long long)app);
         return KEEL_EWRONGTYPE;
     }
-    if (ver != MSQ_SCHEMA_VERSION) {
-        seterr(err, errcap, "%s: map store schema version %lld, this build supports %d", path,
+    if (ver != MSQ_SCHEMA_VERSION && ver != 1) {
+        seterr(err, errcap, "%s: map store schema version %lld, this build supports 1 and %d", path,
                (long long)ver, MSQ_SCHEMA_VERSION);
         return KEEL_ERANGE;
     }
+    *version = ver;
+    return 0;
+}
+
+/* Schema 1 -> 2, in place and in one transaction: version 1's single node
+ * `state` (UP, SUSPECT, DOWN, DRAINING, REMOVED) becomes liveness and
+ * membership. DRAINING was only said of live nodes, so it becomes UP +
+ * DRAINING (the detector judges it afresh from the coordinator's start);
+ * REMOVED becomes DOWN + REMOVED; the others keep their liveness and are
+ * ACTIVE. The nodes table is rebuilt (SQLite cannot change a CHECK in
+ * place), with foreign keys off for the swap and checked before the commit,
+ * as SQLite's documented table-rebuild procedure does. A crash at any
+ * point leaves a whole version 1 or a whole version 2 file. */
+/* clang-format off */
+static const char migrate_v1_sql[] =
+    "BEGIN IMMEDIATE;"
+    NODES_TABLE("nodes_v2")
+    "INSERT INTO nodes_v2 (id, host, port, rack, capacity, liveness, membership,"
+    " registered_at_ms, last_heartbeat_ms)"
+    " SELECT id, host, port, rack, capacity,"
+    "  CASE state WHEN 'DRAINING' THEN 'UP' WHEN 'REMOVED' THEN 'DOWN' ELSE state END,"
+    "  CASE state WHEN 'DRAINING' THEN 'DRAINING' WHEN 'REMOVED' THEN 'REMOVED' ELSE 'ACTIVE' END,"
+    "  registered_at_ms, last_heartbeat_ms FROM nodes;"
+    "DROP TABLE nodes;"
+    "ALTER TABLE nodes_v2 RENAME TO nodes;"
+    "PRAGMA user_version = 2;";
+/* clang-format on */
+
+static int migrate_v1(sqlite3 *db, const char *path, char *err, size_t errcap) {
+    char fk[100] = "";
+    int src = pragma(db, "PRAGMA foreign_keys = OFF", NULL, NULL, 0);
+    if (!src) src = sqlite3_exec(db, migrate_v1_sql, NULL, NULL, NULL);
+    if (!src) src = pragma(db, "PRAGMA foreign_key_check", NULL, fk, sizeof fk);
+    if (!src && fk[0]) src = SQLITE_CONSTRAINT;
+    if (!src) src = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (src) {
+        int rc = open_fail(db, src, path, "migrating schema 1 to 2", err, errcap);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        pragma(db, "PRAGMA foreign_keys = ON", NULL, NULL, 0);
+        return rc == KEEL_EAGAIN ? KEEL_EIO : rc;
+    }
+    if ((src = pragma(db, "PRAGMA foreign_keys = ON", NULL, NULL, 0)))
+        return open_fail(db, src, path, "migrating schema 1 to 2", err, errcap);
     return 0;
 }
 
@@ -1052,6 +1121,7 @@ int mapstore_sqlite_open(const char *path, const mapstore_expect *expect, mapsto
                          size_t errcap) {
     char id[MAPSTORE_CLUSTER_ID_MAX + 1] = "";
     unsigned parts = 0;
+    int64_t schema = 0;
     mapstore *ms = NULL;
     msq *q;
     int rc;
@@ -1060,8 +1130,9 @@ int mapstore_sqlite_open(const char *path, const mapstore_expect *expect, mapsto
     *out = NULL;
     if (!(q = calloc(1, sizeof *q))) return KEEL_ENOMEM;
     if ((rc = open_db(path, &q->db, err, errcap))) goto fail;
-    if ((rc = check_header(q->db, path, err, errcap))) goto fail;
+    if ((rc = check_header(q->db, path, &schema, err, errcap))) goto fail;
     if ((rc = check_and_configure(q->db, path, err, errcap))) goto fail;
+    if (schema == 1 && (rc = migrate_v1(q->db, path, err, errcap))) goto fail;
     if ((rc = prepare_all(q, path, err, errcap))) goto fail;
     if ((rc = load_cluster(q, path, id, sizeof id, &parts, err, errcap))) goto fail;
     if ((rc = mapstore__new(&sqlite_ops, q, id, parts, &ms))) goto fail;

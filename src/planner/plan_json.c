@@ -88,8 +88,9 @@ static int get_str(const cJSON *obj, const char *key, const char *path, char *ou
 
 /* ---- Parsing -------------------------------------------------------------- */
 
-static const char *const node_fields[] = {"id",        "capacity",      "rack",          "state",
-                                          "disk_used", "disk_capacity", "metrics_age_s", NULL};
+static const char *const node_fields[] = {"id",       "capacity",  "rack",          "state",
+                                          "draining", "disk_used", "disk_capacity", "metrics_age_s",
+                                          NULL};
 
 static int parse_node(const cJSON *j, size_t i, plan_model *m, jerr *e) {
     char path[48], state[16] = "up";
@@ -105,6 +106,7 @@ static int parse_node(const cJSON *j, size_t i, plan_model *m, jerr *e) {
         (rc = get_str(j, "id", path, n.id, sizeof n.id, e)) ||
         (rc = get_str(j, "rack", path, n.rack, sizeof n.rack, e)) ||
         (rc = get_str(j, "state", path, state, sizeof state, e)) ||
+        (rc = get_bool(j, "draining", path, &n.draining, e)) ||
         (rc = get_num(j, "capacity", path, 0, &n.capacity, e)) ||
         (rc = get_num(j, "disk_used", path, 0, &n.disk_used, e)) ||
         (rc = get_num(j, "disk_capacity", path, 0, &n.disk_capacity, e)) ||
@@ -300,6 +302,7 @@ static cJSON *node_json(const plan_node *n) {
     cJSON *o = cJSON_CreateObject();
     if (!o || add_str(o, "id", n->id) || add_num(o, "capacity", n->capacity) ||
         add_str(o, "rack", n->rack) || add_str(o, "state", plan_node_state_name(n->state)) ||
+        !cJSON_AddBoolToObject(o, "draining", n->draining) ||
         add_num(o, "disk_used", n->disk_used) || add_num(o, "disk_capacity", n->disk_capacity) ||
         add_num(o, "metrics_age_s", n->metrics_age_s)) {
         cJSON_Delete(o);

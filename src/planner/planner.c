@@ -110,7 +110,8 @@ static int init_nodes(plan_ctx *c) {
         const plan_node *n = &m->nodes[i];
         pnode *p = &c->nd[i];
         p->live = n->state == PLAN_NODE_UP || n->state == PLAN_NODE_DRAINING;
-        p->draining = p->live && (n->state == PLAN_NODE_DRAINING || n->capacity <= 0);
+        p->draining =
+            p->live && (n->state == PLAN_NODE_DRAINING || n->draining || n->capacity <= 0);
         p->cap = p->live && !p->draining ? n->capacity : 0;
         p->disk = n->disk_used;
         p->rack = rack_number(c, names, i); /* "" racks get a number each */

@@ -47,11 +47,15 @@
 
 /* ---- Model ---------------------------------------------------------------- */
 
+/* A node's liveness. Draining (membership intent) is the separate field
+ * plan_node.draining; PLAN_NODE_DRAINING is kept as shorthand for "up and
+ * draining" (JSON "state": "draining"). A draining node that is SUSPECT or
+ * DOWN is frozen like any other dead node. */
 typedef enum {
     PLAN_NODE_UP = 0,   /* serving; eligible as a destination */
     PLAN_NODE_SUSPECT,  /* missed heartbeats: frozen (neither source nor destination) */
     PLAN_NODE_DOWN,     /* past node_dead_after: frozen */
-    PLAN_NODE_DRAINING, /* being emptied: source only. capacity 0 means the same */
+    PLAN_NODE_DRAINING, /* up and being emptied: the same as UP with draining set */
 } plan_node_state;
 
 typedef struct plan_node {
@@ -59,6 +63,7 @@ typedef struct plan_node {
     char rack[PLAN_ID_MAX + 1]; /* "" = a rack of its own */
     double capacity;            /* relative, >= 0; 0 = draining. Default 1 */
     plan_node_state state;
+    bool draining;        /* membership DRAINING: source only while up. capacity 0 is the same */
     double disk_used;     /* bytes, >= 0 */
     double disk_capacity; /* bytes, >= 0; 0 = unknown: watermarks do not apply */
     double metrics_age_s; /* age of the node's last metrics, >= 0 */

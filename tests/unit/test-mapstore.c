@@ -92,7 +92,8 @@ static mapstore_node node(const char *id, const char *host, int port) {
     n.port = port;
     snprintf(n.rack, sizeof n.rack, "r1");
     n.capacity = 1.0;
-    n.state = MAPSTORE_NODE_UP;
+    n.liveness = MAPSTORE_NODE_UP;
+    n.membership = MAPSTORE_MEMBER_ACTIVE;
     return n;
 }
 
@@ -306,6 +307,107 @@ static void test_open_unknown_schema_refused(void **state) {
     assert_int_equal(open_fails(f, NULL), KEEL_ERANGE);
 }
 
+/* Turns a schema 2 store back into the schema 1 layout, byte for byte the
+ * version 1 DDL: one `state` column per node, given per node id. */
+static void downgrade_to_v1(const char *path, const char *state_case) {
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "PRAGMA foreign_keys = OFF; BEGIN;"
+             "CREATE TABLE nodes_v1 ("
+             " id TEXT PRIMARY KEY NOT NULL,"
+             " host TEXT NOT NULL,"
+             " port INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),"
+             " rack TEXT NOT NULL,"
+             " capacity REAL NOT NULL CHECK (capacity >= 0),"
+             " state TEXT NOT NULL CHECK (state IN ('UP','SUSPECT','DOWN','DRAINING','REMOVED')),"
+             " registered_at_ms INTEGER NOT NULL,"
+             " last_heartbeat_ms INTEGER NOT NULL) STRICT, WITHOUT ROWID;"
+             "INSERT INTO nodes_v1 SELECT id, host, port, rack, capacity, %s,"
+             " registered_at_ms, last_heartbeat_ms FROM nodes;"
+             "DROP TABLE nodes; ALTER TABLE nodes_v1 RENAME TO nodes;"
+             "PRAGMA user_version = 1; COMMIT;",
+             state_case);
+    raw_sql(path, sql);
+}
+
+static int64_t raw_user_version(const char *path) {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* A schema 1 store (one node `state`) is migrated in place at open: UP,
+ * SUSPECT and DOWN keep their liveness and become ACTIVE; DRAINING becomes
+ * UP + DRAINING; REMOVED becomes DOWN + REMOVED. Everything else (owners,
+ * epochs, moves, settings, version, term) is kept, and the file is schema 2
+ * on disk afterwards. */
+static void test_open_migrates_v1_node_state(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    const char *ids[] = {"n-up", "n-sus", "n-down", "n-drain", "n-rem"};
+    for (int i = 0; i < 5; i++)
+        add_node(f->ms, ids[i], 7001 + i);
+    uint64_t epoch, version, mid;
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 3, "n-drain", &epoch, &version), 0);
+    assert_int_equal(mapstore_move_create(f->ms, 3, "n-up", "drain", NOW + 7, &mid), 0);
+    assert_int_equal(mapstore_setting_set(f->ms, "paused", "x", NOW + 8), 0);
+    uint64_t term;
+    assert_int_equal(mapstore_bump_term(f->ms, &term), 0);
+    version = mapstore_version(f->ms);
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    downgrade_to_v1(f->path, "CASE id WHEN 'n-sus' THEN 'SUSPECT' WHEN 'n-down' THEN 'DOWN'"
+                             " WHEN 'n-drain' THEN 'DRAINING' WHEN 'n-rem' THEN 'REMOVED'"
+                             " ELSE 'UP' END");
+    assert_int_equal(raw_user_version(f->path), 1);
+    reopen(f);
+    mapstore_free(f->ms); /* the open handle holds the file's lock */
+    f->ms = NULL;
+    assert_int_equal(raw_user_version(f->path), 2);
+    reopen(f);
+    static const struct {
+        mapstore_liveness l;
+        mapstore_membership m;
+    } want[] = {{MAPSTORE_NODE_UP, MAPSTORE_MEMBER_ACTIVE},
+                {MAPSTORE_NODE_SUSPECT, MAPSTORE_MEMBER_ACTIVE},
+                {MAPSTORE_NODE_DOWN, MAPSTORE_MEMBER_ACTIVE},
+                {MAPSTORE_NODE_UP, MAPSTORE_MEMBER_DRAINING},
+                {MAPSTORE_NODE_DOWN, MAPSTORE_MEMBER_REMOVED}};
+    for (int i = 0; i < 5; i++) {
+        mapstore_node g;
+        assert_int_equal(mapstore_node_get(f->ms, ids[i], &g), 0);
+        assert_int_equal(g.liveness, want[i].l);
+        assert_int_equal(g.membership, want[i].m);
+        assert_int_equal(g.port, 7001 + i);
+        assert_int_equal(g.registered_at_ms, NOW);
+    }
+    mapstore_partition p;
+    assert_int_equal(mapstore_partition_get(f->ms, 3, &p), 0);
+    assert_string_equal(p.owner, "n-drain");
+    assert_int_equal(p.epoch, epoch);
+    mapstore_move m;
+    assert_int_equal(mapstore_move_get(f->ms, mid, &m), 0);
+    assert_string_equal(m.from, "n-drain");
+    assert_int_equal(m.state, MAPSTORE_MOVE_PLANNED);
+    mapstore_setting st;
+    assert_int_equal(mapstore_setting_get(f->ms, "paused", &st), 0);
+    assert_int_equal(mapstore_version(f->ms), version);
+    assert_int_equal(mapstore_term(f->ms), term);
+    /* Foreign keys still bind the rebuilt table: an owner must exist. */
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 4, "nobody", NULL, NULL), KEEL_ENOTFOUND);
+    /* And it reopens as a plain schema 2 store. */
+    reopen(f);
+    mapstore_node g;
+    assert_int_equal(mapstore_node_get(f->ms, "n-drain", &g), 0);
+    assert_int_equal(g.membership, MAPSTORE_MEMBER_DRAINING);
+}
+
 /* A store whose partitions table lost a row is refused as corrupt. */
 static void test_open_missing_partition_row_refused(void **state) {
     fx *f = *state;
@@ -403,7 +505,8 @@ static void test_node_roundtrip(void **state) {
     create(f, 16);
     mapstore_node b = node("node-b", "10.0.0.2", 7002);
     b.capacity = 2.5;
-    b.state = MAPSTORE_NODE_DRAINING;
+    b.liveness = MAPSTORE_NODE_SUSPECT;
+    b.membership = MAPSTORE_MEMBER_DRAINING;
     snprintf(b.rack, sizeof b.rack, "rack-7");
     assert_int_equal(mapstore_node_upsert(f->ms, &b, NOW + 5), 0);
     add_node(f->ms, "node-a", 7001);
@@ -414,7 +517,8 @@ static void test_node_roundtrip(void **state) {
     assert_int_equal(g.port, 7002);
     assert_string_equal(g.rack, "rack-7");
     assert_true(g.capacity == 2.5);
-    assert_int_equal(g.state, MAPSTORE_NODE_DRAINING);
+    assert_int_equal(g.liveness, MAPSTORE_NODE_SUSPECT);
+    assert_int_equal(g.membership, MAPSTORE_MEMBER_DRAINING);
     assert_int_equal(g.registered_at_ms, NOW + 5);
     assert_int_equal(g.last_heartbeat_ms, NOW + 5);
     mapstore_node *all;
@@ -442,18 +546,43 @@ static void test_node_update_keeps_registered(void **state) {
     assert_int_equal(g.last_heartbeat_ms, NOW + 1000);
 }
 
-/* State and heartbeat changes persist. */
+/* Liveness, membership and heartbeat changes persist, each on its own. */
 static void test_node_state_and_heartbeat(void **state) {
     fx *f = *state;
     create(f, 16);
     add_node(f->ms, "n1", 7001);
-    assert_int_equal(mapstore_node_set_state(f->ms, "n1", MAPSTORE_NODE_SUSPECT), 0);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_DRAINING), 0);
+    assert_int_equal(mapstore_node_set_liveness(f->ms, "n1", MAPSTORE_NODE_SUSPECT), 0);
     assert_int_equal(mapstore_node_heartbeat(f->ms, "n1", NOW + 3000), 0);
     reopen(f);
     mapstore_node g;
     assert_int_equal(mapstore_node_get(f->ms, "n1", &g), 0);
-    assert_int_equal(g.state, MAPSTORE_NODE_SUSPECT);
+    assert_int_equal(g.liveness, MAPSTORE_NODE_SUSPECT);
+    assert_int_equal(g.membership, MAPSTORE_MEMBER_DRAINING); /* liveness left it alone */
     assert_int_equal(g.last_heartbeat_ms, NOW + 3000);
+    assert_int_equal(mapstore_node_set_liveness(f->ms, "n1", MAPSTORE_NODE_DOWN), 0);
+    assert_int_equal(mapstore_node_get(f->ms, "n1", &g), 0);
+    assert_int_equal(g.membership, MAPSTORE_MEMBER_DRAINING);
+}
+
+/* REMOVED is final: neither set_membership nor an upsert brings a node back. */
+static void test_node_removed_is_final(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_REMOVED), 0);
+    uint64_t v = mapstore_version(f->ms);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_ACTIVE),
+                     KEEL_EINVAL);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_DRAINING),
+                     KEEL_EINVAL);
+    mapstore_node n = node("n1", "127.0.0.1", 7001);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW + 1), KEEL_EINVAL);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_REMOVED), 0);
+    assert_int_equal(mapstore_version(f->ms), v); /* refused and no-op calls changed nothing */
+    mapstore_node g;
+    assert_int_equal(mapstore_node_get(f->ms, "n1", &g), 0);
+    assert_int_equal(g.membership, MAPSTORE_MEMBER_REMOVED);
 }
 
 /* The version moves with what nodes route by, not with heartbeats. */
@@ -471,10 +600,14 @@ static void test_node_changes_and_version(void **state) {
     n.port = 7009;
     assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW + 3), 0);
     assert_int_equal(mapstore_version(f->ms), 2); /* a new address */
-    assert_int_equal(mapstore_node_set_state(f->ms, "n1", MAPSTORE_NODE_UP), 0);
+    assert_int_equal(mapstore_node_set_liveness(f->ms, "n1", MAPSTORE_NODE_UP), 0);
     assert_int_equal(mapstore_version(f->ms), 2); /* no change */
-    assert_int_equal(mapstore_node_set_state(f->ms, "n1", MAPSTORE_NODE_DOWN), 0);
+    assert_int_equal(mapstore_node_set_liveness(f->ms, "n1", MAPSTORE_NODE_DOWN), 0);
     assert_int_equal(mapstore_version(f->ms), 3);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_ACTIVE), 0);
+    assert_int_equal(mapstore_version(f->ms), 3); /* no change */
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_DRAINING), 0);
+    assert_int_equal(mapstore_version(f->ms), 4); /* nodes see draining in the map */
 }
 
 /* Malformed nodes and unknown ids are errors, not crashes. */
@@ -498,15 +631,21 @@ static void test_node_bad_input(void **state) {
     n.capacity = NAN;
     assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
     n = node("n1", "h", 1);
-    n.state = (mapstore_node_state)17;
+    n.liveness = (mapstore_liveness)17;
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+    n = node("n1", "h", 1);
+    n.membership = (mapstore_membership)3;
     assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
     assert_int_equal(mapstore_node_upsert(f->ms, NULL, NOW), KEEL_EINVAL);
     mapstore_node g;
     assert_int_equal(mapstore_node_get(f->ms, "nope", &g), KEEL_ENOTFOUND);
     assert_int_equal(mapstore_node_get(f->ms, NULL, &g), KEEL_EINVAL);
-    assert_int_equal(mapstore_node_set_state(f->ms, "nope", MAPSTORE_NODE_DOWN), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_node_set_liveness(f->ms, "nope", MAPSTORE_NODE_DOWN), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "nope", MAPSTORE_MEMBER_DRAINING),
+                     KEEL_ENOTFOUND);
     add_node(f->ms, "n1", 7001);
-    assert_int_equal(mapstore_node_set_state(f->ms, "n1", (mapstore_node_state)-1), KEEL_EINVAL);
+    assert_int_equal(mapstore_node_set_liveness(f->ms, "n1", (mapstore_liveness)-1), KEEL_EINVAL);
+    assert_int_equal(mapstore_node_set_membership(f->ms, "n1", MAPSTORE_MEMBER_N), KEEL_EINVAL);
     assert_int_equal(mapstore_node_heartbeat(f->ms, "nope", NOW), KEEL_ENOTFOUND);
     mapstore_node *all;
     size_t cnt;
@@ -519,9 +658,14 @@ static void test_node_bad_input(void **state) {
 /* State names round-trip; unknown names and values are refused. */
 static void test_state_names(void **state) {
     (void)state;
-    for (int s = 0; s < MAPSTORE_NODE_NSTATES; s++) {
-        mapstore_node_state out;
-        assert_int_equal(mapstore_node_state_parse(mapstore_node_state_name(s), &out), 0);
+    for (int s = 0; s < MAPSTORE_NODE_NLIVENESS; s++) {
+        mapstore_liveness out;
+        assert_int_equal(mapstore_liveness_parse(mapstore_liveness_name(s), &out), 0);
+        assert_int_equal(out, s);
+    }
+    for (int s = 0; s < MAPSTORE_MEMBER_N; s++) {
+        mapstore_membership out;
+        assert_int_equal(mapstore_membership_parse(mapstore_membership_name(s), &out), 0);
         assert_int_equal(out, s);
     }
     for (int s = 0; s < MAPSTORE_MOVE_NSTATES; s++) {
@@ -529,10 +673,14 @@ static void test_state_names(void **state) {
         assert_int_equal(mapstore_move_state_parse(mapstore_move_state_name(s), &out), 0);
         assert_int_equal(out, s);
     }
-    mapstore_node_state ns;
-    assert_int_equal(mapstore_node_state_parse("up", &ns), KEEL_EINVAL);
-    assert_int_equal(mapstore_node_state_parse(NULL, &ns), KEEL_EINVAL);
-    assert_string_equal(mapstore_node_state_name((mapstore_node_state)99), "?");
+    mapstore_liveness ns;
+    mapstore_membership mb;
+    assert_int_equal(mapstore_liveness_parse("up", &ns), KEEL_EINVAL);
+    assert_int_equal(mapstore_liveness_parse("DRAINING", &ns), KEEL_EINVAL); /* membership */
+    assert_int_equal(mapstore_membership_parse("UP", &mb), KEEL_EINVAL);     /* liveness */
+    assert_int_equal(mapstore_liveness_parse(NULL, &ns), KEEL_EINVAL);
+    assert_string_equal(mapstore_liveness_name((mapstore_liveness)99), "?");
+    assert_string_equal(mapstore_membership_name((mapstore_membership)99), "?");
     assert_string_equal(mapstore_move_state_name(MAPSTORE_MOVE_CATCHING_UP), "CATCHING_UP");
 }
 
@@ -963,6 +1111,7 @@ int main(void) {
         T(test_open_damaged_page_refused),
         T(test_open_foreign_sqlite_refused),
         T(test_open_unknown_schema_refused),
+        T(test_open_migrates_v1_node_state),
         T(test_open_missing_partition_row_refused),
         T(test_open_wrong_partitions_refused),
         T(test_open_wrong_cluster_id_refused),
@@ -973,6 +1122,7 @@ int main(void) {
         T(test_node_roundtrip),
         T(test_node_update_keeps_registered),
         T(test_node_state_and_heartbeat),
+        T(test_node_removed_is_final),
         T(test_node_changes_and_version),
         T(test_node_bad_input),
         cmocka_unit_test(test_state_names),
