@@ -324,10 +324,12 @@ static void check_members(coord *co, int64_t now) {
     detector_policy pol = {.suspect_after_ms = coord_setting_ll(co, "node_suspect_after_ms"),
                            .dead_after_ms = coord_setting_ll(co, "node_dead_after_ms"),
                            .hold_ratio = 0.5,
-                           .hold_min_nodes = 3};
+                           .hold_min_nodes = 2};
     int64_t since = co->start_ms > co->clock.last_stall ? co->start_ms : co->clock.last_stall;
+    if (co->detector.released_at > since) since = co->detector.released_at;
     detector_result res;
-    detector_judge(&pol, now, since, in, n, to, &res);
+    detector_judge(&pol, now, since, co->detector.held, in, n, to, &res);
+    if (res.released) co->detector.released_at = now;
     if (res.held != co->detector.held) {
         keel_log(KEEL_LOG_WARN, res.held ? "detector_held" : "detector_released",
                  "looks_dead=%zu judged=%zu reason=%s", res.looks_dead, res.judged,

@@ -58,6 +58,7 @@ typedef struct coord {
         int held;            /* the failure-ratio brake holds (detector.h) */
         uint64_t held_total; /* judgements it held */
         int64_t held_since;  /* coord_now() when it started holding; 0 = not holding */
+        int64_t released_at; /* coord_now() when it last let go: silence counts from then */
         uint64_t suspect_total, down_total;
         uint64_t stalls_logged; /* clock.stalls when the last stall was logged */
         int64_t credited_logged;
