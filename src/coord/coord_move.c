@@ -490,7 +490,7 @@ static void drive(cms *x, cmove *m) {
     case MAPSTORE_MOVE_COPYING:
     case MAPSTORE_MOVE_CATCHING_UP:
         if (!node_is_up(x, m->rec.from) || !node_is_up(x, m->rec.to)) {
-            abort_move(x, m, "node-lost");
+            abort_move(x, m, "node-unavailable");
             return;
         }
         if (now - m->last_report_ms > coord_setting_ll(co, "move_stall_timeout_ms"))
