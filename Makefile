@@ -7,7 +7,7 @@ ARGS       ?=
 
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
             librocksdb-dev libuv1-dev libsqlite3-dev libssl-dev libhiredis-dev \
-            libcmocka-dev libmicrohttpd-dev libcjson-dev \
+            libcmocka-dev libmicrohttpd-dev libcjson-dev libfaketime \
             redis-tools redis-server python3-redis
 
 .PHONY: all deps build build-asan test demo bench clean format

@@ -525,10 +525,11 @@ def _wait_ready(srv, timeout, password=None):
                        % (srv.kind, srv.port, timeout, last, srv.argv, srv.log_tail(60)))
 
 
-def _spawn(kind, argv, port, dir, log):
+def _spawn(kind, argv, port, dir, log, env=None):
     logf = open(log, "ab")
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
-                            cwd=dir, close_fds=True)
+                            cwd=dir, close_fds=True,
+                            env=dict(os.environ, **env) if env else None)
     srv = Server(kind, proc, port, dir, log, logf, argv)
     _procs.append(srv)
     return srv
@@ -761,16 +762,16 @@ def keel_cli(*args, check_rc=True, timeout=20):
     return r
 
 
-def start_coord(d, port=None, extra=(), rebalance=False):
+def start_coord(d, port=None, extra=(), rebalance=False, env=None):
     """Start `keel coord --dir D --port P EXTRA...` on a cluster made with
     --init, and wait until it answers PING. Unless rebalance is true, the
     rebalance loop is turned off (rebalance_interval_s 0), so that only the
     moves a test asks for happen; tests of the loop pass rebalance=True or
-    set the interval themselves."""
+    set the interval themselves. env: extra environment variables."""
     port = port or free_port()
     log = os.path.join(tmp_root(), "coord-%d-%d.log" % (port, len(_procs)))
     srv = _spawn("coord", [KEEL_BIN, "coord", "--dir", d, "--port", str(port)] +
-                 [str(a) for a in extra], port, d, log)
+                 [str(a) for a in extra], port, d, log, env)
     _wait_ready(srv, 10)
     if not rebalance:
         pw = [str(a) for a in extra]
