@@ -10,7 +10,7 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
             libcmocka-dev libmicrohttpd-dev libcjson-dev libfaketime \
             redis-tools redis-server python3-redis
 
-.PHONY: all deps build build-asan test demo bench clean format
+.PHONY: all deps build build-asan test demo bench clean format sim-soak
 
 all: build
 
@@ -38,6 +38,12 @@ build-asan: deps
 test: build build-asan
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -L unit
+
+# Random seeds of the simulators for SECONDS (default 60); a failure prints
+# its seed (replay: DETECTOR_SIM_SEED=S build/test-detector).
+SECONDS ?= 60
+sim-soak: build
+	@DETECTOR_SIM_SECONDS=$(SECONDS) ./$(BUILD)/test-detector
 
 demo: build
 	@./build/keel demo $(ARGS)

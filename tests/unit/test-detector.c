@@ -26,7 +26,8 @@
  * the brake must be holding). A failing run prints its seed; the same seed
  * replays event for event (the trace hash is compared in a test).
  *
- * DETECTOR_SIM_SEEDS=N runs N random seeds (the soak); the CI set is fixed.
+ * DETECTOR_SIM_SEEDS=N runs N random seeds, DETECTOR_SIM_SECONDS=S random
+ * seeds for S seconds (make sim-soak SECONDS=S); the CI set is fixed.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -497,10 +498,15 @@ static void test_sim_random_seeds(void **state) {
         count = strtoull(env, NULL, 10);
         first = (uint64_t)time(NULL) * 7919u;
     }
+    const char *secs = getenv("DETECTOR_SIM_SECONDS"); /* the soak, by time */
+    time_t until = secs && *secs ? time(NULL) + atol(secs) : 0;
+    if (until) first = (uint64_t)time(NULL) * 7919u, count = UINT64_MAX - first;
     const char *one = getenv("DETECTOR_SIM_SEED"); /* replay one seed */
-    if (one && *one) first = strtoull(one, NULL, 10), count = 1;
+    if (one && *one) first = strtoull(one, NULL, 10), count = 1, until = 0;
     sim *s = malloc(sizeof *s);
-    for (uint64_t seed = first; seed < first + count; seed++) {
+    uint64_t ran = 0;
+    for (uint64_t seed = first; seed < first + count; seed++, ran++) {
+        if (until && (ran & 63) == 0 && time(NULL) >= until) break;
         random_run(s, seed, 0);
         if (s->violation[0]) {
             fprintf(stderr, "detector sim: seed %llu failed: %s\n", (unsigned long long)seed,
@@ -508,6 +514,9 @@ static void test_sim_random_seeds(void **state) {
             fail();
         }
     }
+    if (until || count != ci_seeds_count)
+        fprintf(stderr, "     | detector sim: %llu seeds passed (first %llu)\n",
+                (unsigned long long)ran, (unsigned long long)first);
     free(s);
 }
 
