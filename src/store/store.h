@@ -137,7 +137,17 @@ void store_txn_abort(store_txn *t);
  * durable per the fsync mode (see the top of this file). Cheap when nothing
  * was written since the last call. KEEL_EINVAL while a txn is open.
  * *fsync_us (may be NULL) gets the time spent in fsync, 0 if none.
- * Returns 0 or KEEL_EIO (the caller must not acknowledge that turn's writes). */
+ * Returns 0 or KEEL_EIO (the caller must not acknowledge that turn's writes).
+ *
+ * Failure is sticky. Once a write of the turn batch (here or in any call
+ * that writes it out early: scans, snapshots, captures, metadata, the
+ * sweep, slot deletion) or a WAL flush has failed, the data on disk is
+ * unknown: the batch and its statistics deltas are dropped, and this and
+ * every later store_sync, store_sync_wal and store_meta_put return the
+ * same error. The node stops without sending any reply of the turn;
+ * store_free then saves no statistics, so the next open recounts.
+ * Statistics and digests apply only once RocksDB accepted the batch;
+ * until then the readers add the turn's pending deltas. */
 int store_sync(store *s, uint64_t *fsync_us);
 /* Forces flush + fsync now regardless of mode (the everysec timer). */
 int store_sync_wal(store *s, uint64_t *fsync_us);

@@ -12,6 +12,7 @@
 
 #include "coord/mapstore.h"
 #include "core/err.h"
+#include "core/failpoint.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -947,6 +948,28 @@ static void test_durable_without_close(void **state) {
     assert_int_equal(mapstore_setting_get(f->ms, "k", &s), 0);
 }
 
+/* The mapstore.commit failpoint fails a transaction at its COMMIT: the
+ * call returns KEEL_EIO and changes nothing, in memory or on disk. */
+static void test_commit_failpoint_changes_nothing(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    uint64_t term = mapstore_term(f->ms), version = mapstore_version(f->ms);
+    assert_int_equal(failpoint_set("mapstore.commit", "1*error", NULL, 0), 0);
+    mapstore_node n = node("n2", "127.0.0.1", 7002);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EIO);
+    assert_int_equal(failpoint_set("mapstore.commit", "1*error", NULL, 0), 0);
+    assert_int_equal(mapstore_bump_term(f->ms, NULL), KEEL_EIO);
+    failpoint_clear_all();
+    assert_int_equal(mapstore_term(f->ms), term);
+    assert_int_equal(mapstore_version(f->ms), version);
+    assert_int_equal(mapstore_node_get(f->ms, "n2", &n), KEEL_ENOTFOUND);
+    reopen(f);
+    assert_int_equal(mapstore_term(f->ms), term);
+    assert_int_equal(mapstore_node_get(f->ms, "n2", &n), KEEL_ENOTFOUND);
+    add_node(f->ms, "n2", 7002); /* and the store still works */
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -969,6 +992,7 @@ int main(void) {
         T(test_open_twice_refused),
         cmocka_unit_test(test_free_null),
         T(test_term_bump_persists),
+        T(test_commit_failpoint_changes_nothing),
         T(test_counters_at_limit),
         T(test_node_roundtrip),
         T(test_node_update_keeps_registered),
