@@ -17,6 +17,7 @@
 #include "coord/coord_rebalance.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/num.h"
 #include "core/failpoint.h"
 #include "core/log.h"
 #include "node/http.h"
@@ -96,10 +97,8 @@ void coord_config_default(coord_config *c) {
 
 static int int_arg(const char *flag, const char *v, long lo, long hi, long *out, char *err,
                    size_t cap) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
+    int64_t x;
+    if (keel_parse_i64z(v, &x) || x < lo || x > hi) {
         snprintf(err, cap, "%s must be an integer from %ld to %ld, got '%s'", flag, lo, hi, v);
         return KEEL_EINVAL;
     }

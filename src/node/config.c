@@ -3,6 +3,7 @@
  * validates the value and reports a precise error. */
 #include "node/config.h"
 #include "core/err.h"
+#include "core/num.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -24,10 +25,8 @@ void node_config_default(node_config *c) {
 }
 
 static int parse_ll(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return KEEL_EINVAL;
+    int64_t v;
+    if (keel_parse_i64z(s, &v) || v < lo || v > hi) return KEEL_EINVAL;
     *out = v;
     return 0;
 }

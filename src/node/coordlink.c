@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "net/hiredis_uv.h"
 #include "net/peerlink.h"
+#include "net/replyshape.h"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -221,8 +222,8 @@ static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
     if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
     l->hb_in_flight = 0;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER) {
+    /* [term, seq, version, map-json | nil] */
+    if (!reply_shape(r, "iiiS") || r->element[0]->integer < 0 || r->element[1]->integer < 0) {
         link_fail(l, "heartbeat-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
         return;
     }

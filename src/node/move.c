@@ -28,8 +28,10 @@
 #include "core/err.h"
 #include "core/failpoint.h"
 #include "core/log.h"
+#include "core/num.h"
 #include "core/tbucket.h"
 #include "net/peerlink.h"
+#include "net/replyshape.h"
 #include "node/cluster.h"
 #include "node/coordlink.h"
 #include "resp/resp.h"
@@ -522,8 +524,8 @@ static void wake_verifier(in_move *in) {
 static void on_changes(void *arg, void *tag, redisReply *r) {
     in_move *in = tag;
     if (in->phase != IN_CATCHUP) return;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 5 ||
-        r->element[4]->type != REDIS_REPLY_STRING) {
+    /* [last-pos, fence-pos | -1, backlog-bytes | -1, backlog-ms, records] */
+    if (!reply_shape(r, "iiiis")) {
         in_fail(in, r && r->type == REDIS_REPLY_ERROR ? "source-refused" : "source-unreachable");
         return;
     }
@@ -567,8 +569,7 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
     in_move *in = tag;
     if (in->phase != IN_COPY) return;
     in->pulls--;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[1]->type != REDIS_REPLY_STRING) {
+    if (!reply_shape(r, "Ss")) { /* ["more" | nil, records] */
         in_fail(in, r && r->type == REDIS_REPLY_ERROR ? "source-refused" : "source-unreachable");
         return;
     }
@@ -581,7 +582,7 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
         in_fail(in, "failpoint");
         return;
     }
-    if (r->element[0]->type != REDIS_REPLY_STRING) in->copied = 1;
+    if (r->element[0]->type == REDIS_REPLY_NIL) in->copied = 1;
     if (in->copied && in->pulls == 0) { /* every reply in: the snapshot is here */
         in->phase = IN_CATCHUP;
         in->best_backlog = UINT64_MAX;
@@ -674,13 +675,10 @@ static void d_err(dctx *x, const char *fmt, ...) {
     resp_w_error(&x->c->out, msg);
 }
 
+/* Argument i as a strict u64 (core/num.h): -1 if absent or not one. */
 static int arg_u64(dctx *x, int i, uint64_t *out) {
-    char *end;
-    if (i >= x->argc || !x->len[i]) return -1;
-    unsigned long long v = strtoull(x->argv[i], &end, 10);
-    if (*end || x->argv[i][0] == '-') return -1;
-    *out = v;
-    return 0;
+    if (i >= x->argc) return -1;
+    return keel_parse_u64(x->argv[i], x->len[i], out) ? -1 : 0;
 }
 
 static int ok_partition(dctx *x, uint64_t p) {
@@ -1057,7 +1055,8 @@ static out_move *data_move(dctx *x) {
     uint64_t m;
     out_move *o = arg_u64(x, 1, &m) ? NULL : find_out(x->mv, m);
     if (!o) {
-        d_err(x, "ERR no outgoing move %s here", x->argv[1]);
+        d_err(x, "ERR no outgoing move %.*s here", (int)(x->len[1] > 64 ? 64 : x->len[1]),
+              x->argv[1]);
         return NULL;
     }
     if (strcmp(peerserve_peer(&x->nc->peer), o->dst) != 0) {
@@ -1270,19 +1269,23 @@ int move_restore(moves *mv) {
 
 /* ---- Dispatch --------------------------------------------------------------- */
 
+/* Every peer command checks its argument count here, before its handler or
+ * the directive guard sees it: handlers may read argv[0..argc) only, and
+ * argc is within [min_args, max_args]. */
 typedef struct dcmd {
     const char *name;
-    int coordinator; /* 1: a directive (term first), only from the coordinator */
+    int coordinator;        /* 1: a directive (term first), only from the coordinator */
+    int min_args, max_args; /* including the name */
     int (*fn)(dctx *x);
 } dcmd;
 
 static const dcmd dcmds[] = {
-    {"keel.move.out", 1, d_out},         {"keel.move.in", 1, d_in},
-    {"keel.move.fence", 1, d_fence},     {"keel.move.verify", 1, d_verify},
-    {"keel.move.commit", 1, d_commit},   {"keel.move.abort", 1, d_abort},
-    {"keel.move.cleanup", 1, d_cleanup}, {"keel.move.rate", 1, d_rate},
-    {"keel.move.state", 1, d_state},     {"keel.move.chunk", 0, d_chunk},
-    {"keel.move.changes", 0, d_changes},
+    {"keel.move.out", 1, 7, 7, d_out},         {"keel.move.in", 1, 8, 8, d_in},
+    {"keel.move.fence", 1, 3, 3, d_fence},     {"keel.move.verify", 1, 4, 4, d_verify},
+    {"keel.move.commit", 1, 4, 4, d_commit},   {"keel.move.abort", 1, 4, 4, d_abort},
+    {"keel.move.cleanup", 1, 4, 4, d_cleanup}, {"keel.move.rate", 1, 4, 4, d_rate},
+    {"keel.move.state", 1, 2, 2, d_state},     {"keel.move.chunk", 0, 4, 4, d_chunk},
+    {"keel.move.changes", 0, 4, 4, d_changes},
 };
 
 int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len) {
@@ -1318,6 +1321,10 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
         return 0;
     }
     dctx x = {mv, c, nc, argc, argv, len};
+    if (argc < d->min_args || argc > d->max_args) {
+        d_err(&x, "ERR wrong number of arguments for '%s' command", d->name);
+        return 0;
+    }
     if (d->coordinator) {
         uint64_t term = 0;
         if (arg_u64(&x, 1, &term)) {
