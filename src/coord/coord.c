@@ -445,35 +445,34 @@ const kbuf *coord_map_json(coord *co) {
         free(parts);
         return NULL;
     }
+    /* The map as the nodes will parse it, written by the one codec
+     * (core/mapcodec): removed nodes are left out, and a partition whose
+     * owner is not listed is written unowned rather than naming a node the
+     * reader cannot find (which would make it refuse the whole map). */
+    keel_map m;
+    int rc = keel_map_init(&m, (unsigned)np);
+    for (size_t k = 0; !rc && k < nn; k++) {
+        if (nodes[k].state == MAPSTORE_NODE_REMOVED) continue;
+        int idx = keel_map_add_node(&m, nodes[k].id, nodes[k].host, nodes[k].port);
+        if (idx < 0)
+            keel_log(KEEL_LOG_ERROR, "map_node_skipped", "reason=\"%s\"", keel_strerror(idx));
+    }
+    for (size_t i = 0; !rc && i < np; i++) {
+        m.owner[i] = parts[i].owner[0] ? keel_map_find_node(&m, parts[i].owner) : -1;
+        m.epoch[i] = parts[i].epoch;
+    }
+    m.version = v;
     kbuf *b = &co->map_json;
     b->len = 0;
-    kbuf_printf(b, "{\"version\":%llu,\"term\":%llu,\"partitions\":%zu,\"nodes\":[",
-                (unsigned long long)v, (unsigned long long)co->term, np);
-    for (size_t k = 0, first = 1; k < nn; k++) {
-        if (nodes[k].state == MAPSTORE_NODE_REMOVED) continue;
-        kbuf_printf(b, "%s{\"id\":\"%s\",\"addr\":\"%s:%d\"}", first ? "" : ",", nodes[k].id,
-                    nodes[k].host, nodes[k].port);
-        first = 0;
-    }
-    kbuf_appendstr(b, "],\"owners\":[");
-    int first = 1;
-    for (size_t i = 0; i < np;) { /* runs of one owner at one epoch */
-        size_t j = i + 1;
-        while (j < np && !strcmp(parts[j].owner, parts[i].owner) &&
-               parts[j].epoch == parts[i].epoch)
-            j++;
-        if (parts[i].owner[0]) {
-            kbuf_printf(b, "%s{\"first\":%zu,\"last\":%zu,\"node\":\"%s\",\"epoch\":%llu}",
-                        first ? "" : ",", i, j - 1, parts[i].owner,
-                        (unsigned long long)parts[i].epoch);
-            first = 0;
-        }
-        i = j;
-    }
-    kbuf_appendstr(b, "]}");
-    co->map_json_version = v;
+    if (!rc) rc = keel_map_write_json(&m, co->term, b);
+    keel_map_close(&m);
     free(parts);
     free(nodes);
+    if (rc) {
+        b->len = 0;
+        return NULL;
+    }
+    co->map_json_version = v;
     return b;
 }
 

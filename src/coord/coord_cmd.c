@@ -378,6 +378,14 @@ static void c_keel_register(cctx *x, const char *id) {
         err(x, "ERR bad registration: KEEL.REGISTER host port rack capacity");
         return;
     }
+    /* The id was proven in KEEL.AUTH, which enforces the id rule; the host
+     * goes into the map every node parses, so it must follow its rule. */
+    if (!keel_id_validz(id) || !keel_host_valid(x->argv[1], x->len[1]) ||
+        x->len[3] > MAPSTORE_RACK_MAX) {
+        err(x, "ERR bad registration: the id must match " KEEL_ID_RULE
+               " and the host [A-Za-z0-9._:[]-]{1,64}");
+        return;
+    }
     mapstore_node old, n = {0};
     int exists = mapstore_node_get(co->ms, id, &old) == 0;
     member *m = coord_member(co, id, 1);

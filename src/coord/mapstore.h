@@ -63,7 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "node/ptable.h" /* KEEL_ID_MAX, KEEL_HOST_MAX, KEEL_{MIN,MAX}_PARTITIONS */
+#include "core/mapcodec.h" /* KEEL_ID_MAX, KEEL_HOST_MAX, KEEL_{MIN,MAX}_PARTITIONS */
 
 #define MAPSTORE_CLUSTER_ID_MAX 64 /* generated ids are 32 hex digits */
 #define MAPSTORE_RACK_MAX 64
@@ -104,8 +104,8 @@ typedef enum {
 } mapstore_move_state;
 
 typedef struct mapstore_node {
-    char id[KEEL_ID_MAX + 1];         /* 1..64 printable ASCII, no spaces */
-    char host[KEEL_HOST_MAX + 1];     /* likewise */
+    char id[KEEL_ID_MAX + 1];         /* the id rule, core/id.h */
+    char host[KEEL_HOST_MAX + 1];     /* the host rule, core/id.h */
     int port;                         /* 1..65535 */
     char rack[MAPSTORE_RACK_MAX + 1]; /* 0..64 likewise; "" = none */
     double capacity;                  /* finite, >= 0 */

@@ -20,6 +20,7 @@
  */
 #include "core/peerauth.h"
 #include "core/err.h"
+#include "core/id.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -233,12 +234,7 @@ int peerauth_secret_load(const char *path, peerauth_secret *out, char *err, size
 /* ---- Handshake --------------------------------------------------------- */
 
 int peerauth_id_valid(const char *id, size_t len) {
-    if (!id || len == 0 || len > PEERAUTH_ID_MAX) return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)id[i];
-        if (c <= ' ' || c > '~' || c == ',' || c == ':' || c == '@') return 0;
-    }
-    return 1;
+    return len <= PEERAUTH_ID_MAX && keel_id_valid(id, len); /* the one id rule */
 }
 
 static const char *const reason_names[] = {

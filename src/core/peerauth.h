@@ -126,8 +126,8 @@ typedef struct peerauth_proof {
 
 typedef struct peerauth peerauth;
 
-/* Returns 1 if id[0..len) is a valid peer id: 1..PEERAUTH_ID_MAX printable
- * ASCII characters other than space and ",:@" (the node's --id rule). */
+/* Returns 1 if id[0..len) is a valid peer id: the one id rule of core/id.h,
+ * [A-Za-z0-9._-]{1,64} (the node's --id rule too). */
 int peerauth_id_valid(const char *id, size_t len);
 
 /* Creates one side of a handshake. self_id is our own id (copied; must pass

@@ -896,19 +896,45 @@ static void test_settings_unset_and_bad_input(void **state) {
     assert_int_equal(strlen(s.value), MAPSTORE_SETTING_VALUE_MAX);
 }
 
-/* User data is bound, never spliced into SQL: quotes are just bytes. */
+/* User data is bound, never spliced into SQL: quotes are just bytes. (Node
+ * ids can no longer hold quotes - see test_id_rule_enforced - so the quotes
+ * travel in a setting and a rack.) */
 static void test_quotes_are_data(void **state) {
     fx *f = *state;
     create(f, 16);
     const char *evil = "');DROP_TABLE_nodes;--";
     assert_int_equal(mapstore_setting_set(f->ms, evil, "'\"", NOW), 0);
-    mapstore_node n = node("o'brien", "h", 1);
+    mapstore_node n = node("o.brien", "h", 1);
+    snprintf(n.rack, sizeof n.rack, "r');--");
     assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), 0);
     reopen(f);
     mapstore_setting s;
     assert_int_equal(mapstore_setting_get(f->ms, evil, &s), 0);
     assert_string_equal(s.value, "'\"");
-    assert_int_equal(mapstore_node_get(f->ms, "o'brien", &n), 0);
+    assert_int_equal(mapstore_node_get(f->ms, "o.brien", &n), 0);
+    assert_string_equal(n.rack, "r');--");
+}
+
+/* Regression (issue 10, defect 3): the map store accepted any printable id,
+ * '"' and '\\' included, and the coordinator printed them into the map
+ * JSON unescaped. The store now enforces the one id rule [A-Za-z0-9._-]{1,64}
+ * (core/id.h) for nodes, owners and move destinations, and the host rule. */
+static void test_id_rule_enforced(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    const char *bad[] = {"a\"b", "a\\b", "o'brien", "a{b", "a/b"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mapstore_node n = node(bad[i], "127.0.0.1", 1);
+        assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+        assert_int_equal(mapstore_partition_set_owner(f->ms, 1, bad[i], NULL, NULL), KEEL_EINVAL);
+    }
+    mapstore_node h = node("n1", "h\"x", 1);
+    assert_int_equal(mapstore_node_upsert(f->ms, &h, NOW), KEEL_EINVAL);
+    mapstore_node *all;
+    size_t nn;
+    assert_int_equal(mapstore_node_list(f->ms, &all, &nn), 0);
+    assert_int_equal(nn, 0);
+    free(all);
 }
 
 /* ---- Durability ------------------------------------------------------------ */
@@ -1016,6 +1042,7 @@ int main(void) {
         T(test_settings_roundtrip_and_age),
         T(test_settings_unset_and_bad_input),
         T(test_quotes_are_data),
+        T(test_id_rule_enforced),
         T(test_durable_without_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
