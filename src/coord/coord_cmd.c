@@ -508,7 +508,12 @@ static void c_keel_leave(cctx *x, const char *id) {
     mapstore_node n;
     if (mapstore_node_get(x->co->ms, id, &n) == 0 && n.state != MAPSTORE_NODE_REMOVED &&
         n.state != MAPSTORE_NODE_DOWN) {
-        mapstore_node_set_state(x->co->ms, id, MAPSTORE_NODE_DOWN);
+        if (mapstore_node_set_state(x->co->ms, id, MAPSTORE_NODE_DOWN)) {
+            keel_log(KEEL_LOG_ERROR, "node_state_persist_failed", "node=%s to=DOWN error=\"%s\"",
+                     id, mapstore_errmsg(x->co->ms));
+            err(x, "ERR map store write failed");
+            return;
+        }
         keel_log(KEEL_LOG_INFO, "node_state", "node=%s from=%s to=DOWN reason=graceful-stop", id,
                  mapstore_node_state_name(n.state));
     }

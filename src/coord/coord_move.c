@@ -712,7 +712,9 @@ int coord_move_report(coord *co, const char *from, int argc, char **argv, const 
         if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, now, NULL) == 0)
             refresh(x, m);
     }
-    mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes);
+    if (mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes))
+        keel_log(KEEL_LOG_WARN, "move_progress_persist_failed", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
     /* Fence only on a measured backlog under fence_lag_bytes: the fence
      * drains the rest while writes are held. */
     if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP && lag_known &&

@@ -10,6 +10,7 @@
 #include "node/cluster.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/num.h"
 #include "node/coordlink.h"
 #include "node/cmd.h" /* CLASS_READ, CLASS_WRITE */
 #include "node/move.h"
@@ -29,24 +30,38 @@ static int parse_map(const char *json, size_t len, keel_map *m, char *err, size_
     return rc;
 }
 
-/* The directive high-water mark, persisted with each admitted map. */
-static void save_mark(server *s, uint64_t term, uint64_t seq) {
+/* The directive high-water mark, persisted with each admitted map before
+ * the map is acted on. Returns 0 or the store's KEEL_E* (logged). */
+KEEL_MUST_CHECK static int save_mark(server *s, uint64_t term, uint64_t seq) {
     char mark[48];
     int n =
         snprintf(mark, sizeof mark, "%llu %llu", (unsigned long long)term, (unsigned long long)seq);
-    if (store_meta_put(s->st, "directive_mark", mark, (size_t)n))
-        keel_log(KEEL_LOG_ERROR, "directive_mark_persist_failed", "term=%llu seq=%llu",
-                 (unsigned long long)term, (unsigned long long)seq);
+    int rc = store_meta_put(s->st, "directive_mark", mark, (size_t)n);
+    if (rc)
+        keel_log(KEEL_LOG_ERROR, "directive_mark_persist_failed", "term=%llu seq=%llu error=\"%s\"",
+                 (unsigned long long)term, (unsigned long long)seq, keel_strerror(rc));
+    return rc;
 }
 
-static void load_mark(server *s, coordlink_config *lc) {
+/* Loads the mark into lc. No mark is 0 (a new node); a read error or a mark
+ * that does not parse is an error, never "no mark": the guard would then
+ * accept a replayed directive. */
+KEEL_MUST_CHECK static int load_mark(server *s, coordlink_config *lc, char *err, size_t cap) {
     char *v = NULL;
     size_t len = 0;
-    unsigned long long t, q;
-    if (store_meta_get(s->st, "directive_mark", &v, &len) == 0 &&
-        sscanf(v, "%llu %llu", &t, &q) == 2)
-        lc->last_term = t, lc->last_seq = q;
+    int rc = store_meta_get(s->st, "directive_mark", &v, &len);
+    if (rc == KEEL_ENOTFOUND) return 0;
+    if (rc) return snprintf(err, cap, "cannot read the directive mark: %s", keel_strerror(rc)), rc;
+    char *sp = memchr(v, ' ', len);
+    uint64_t t, q;
+    rc = !sp || keel_parse_u64(v, (size_t)(sp - v), &t) ||
+                 keel_parse_u64(sp + 1, len - (size_t)(sp - v) - 1, &q)
+             ? KEEL_ECORRUPT
+             : 0;
     free(v);
+    if (rc) return snprintf(err, cap, "the directive mark in the data directory is corrupt"), rc;
+    lc->last_term = t, lc->last_seq = q;
+    return 0;
 }
 
 int node_install_map(server *s, const char *json, size_t len, char *err, size_t cap) {
@@ -83,7 +98,9 @@ int node_install_map(server *s, const char *json, size_t len, char *err, size_t 
 
 static void on_map(void *arg, const char *json, size_t len, uint64_t term, uint64_t seq) {
     server *s = arg;
-    save_mark(s, term, seq);
+    /* Unrecorded, the directive could be replayed after a restart: do not
+     * act on it. The coordinator sends the map again, as a new directive. */
+    if (save_mark(s, term, seq)) return;
     if (!s->pt) { /* start-up: keep the first one for node_cluster_start */
         s->first_map.len = 0;
         kbuf_append(&s->first_map, json, len);
@@ -160,10 +177,13 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
                            .capacity = s->cfg.capacity,
                            .heartbeat_ms = 1000};
     coordlink_cbs cbs = {.on_map = on_map, .metrics = metrics_json, .map_version = map_version};
-    load_mark(s, &lc);
+    if ((rc = load_mark(s, &lc, err, cap))) return rc;
     char *saved = NULL;
     size_t len = 0;
-    if (store_meta_get(s->st, "map", &saved, &len) == 0) {
+    rc = store_meta_get(s->st, "map", &saved, &len);
+    if (rc && rc != KEEL_ENOTFOUND) /* an I/O error is not "no map yet" */
+        return snprintf(err, cap, "cannot read the saved map: %s", keel_strerror(rc)), rc;
+    if (rc == 0) {
         rc = parse_map(saved, len, m, err, cap);
         free(saved);
         if (rc) return rc;
@@ -182,9 +202,12 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
     if (!s->have_first_map)
         return snprintf(err, cap, "stopped before the first map arrived"), KEEL_EAGAIN;
     if ((rc = parse_map(s->first_map.p, s->first_map.len, m, err, cap))) return rc;
-    if (store_meta_put(s->st, "map", s->first_map.p, s->first_map.len))
+    if ((rc = store_meta_put(s->st, "map", s->first_map.p, s->first_map.len))) {
         keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu",
                  (unsigned long long)m->version);
+        keel_map_close(m);
+        return snprintf(err, cap, "cannot persist the first map: %s", keel_strerror(rc)), rc;
+    }
     kbuf_close(&s->first_map);
     keel_log(KEEL_LOG_INFO, "map_loaded", "version=%llu source=coordinator",
              (unsigned long long)m->version);

@@ -999,6 +999,10 @@ int store_sync(store *s, uint64_t *fsync_us) {
     return flush_wal(s, s->fsync == STORE_FSYNC_ALWAYS, fsync_us);
 }
 
+int store_failed(const store *s) {
+    return s->failed;
+}
+
 int store_sync_wal(store *s, uint64_t *fsync_us) {
     if (fsync_us) *fsync_us = 0;
     if (s->txn.open) return KEEL_EINVAL;

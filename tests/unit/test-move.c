@@ -18,6 +18,7 @@
 #include "node/cmd.h"
 #include "node/coordlink.h"
 #include "node/move.h"
+#include "core/failpoint.h"
 
 typedef struct fixture {
     char dir[64];
@@ -188,14 +189,47 @@ static void test_data_request_unknown_move(void **state) {
                         "-ERR no outgoing move -1 here\r\n");
 }
 
+/* Regression (issue 10, defect 5): a move record that could not be read or
+ * parsed was taken as "no record", so KEEL.MOVE.STATE left a FENCED
+ * partition out of its list (the coordinator reads that as a lost move) and
+ * ABORT/CLEANUP acted as if nothing was recorded. It is an error now. */
+static void test_state_load_error_is_not_no_record(void **state) {
+    fixture *f = *state;
+    as_peer(f, COORDINATOR_ID);
+    assert_int_equal(store_meta_put(f->srv.st, "part/3", "FENCED x 1 -", 12), 0);
+    ptable_set_state(f->srv.pt, 3, PART_FENCED);
+    assert_string_equal(RUN(f, "KEEL.MOVE.STATE", "1"),
+                        "-ERR cannot read the partition state: corrupt data\r\n");
+    assert_string_equal(RUN(f, "KEEL.MOVE.ABORT", "1", "5", "3"),
+                        "-ERR cannot read the partition state: corrupt data\r\n");
+    assert_int_equal(store_meta_put(f->srv.st, "part/3", "FENCED 5 1 n2", 13), 0);
+    const char *r = RUN(f, "KEEL.MOVE.STATE", "1");
+    assert_string_equal(r, "*1\r\n*4\r\n:3\r\n$6\r\nFENCED\r\n:5\r\n:0\r\n");
+}
+
+/* A move-state write that fails (store.meta_put) is an error reply, and the
+ * partition keeps its state. */
+static void test_abort_persist_failure_is_an_error(void **state) {
+    fixture *f = *state;
+    as_peer(f, COORDINATOR_ID);
+    assert_int_equal(store_meta_put(f->srv.st, "part/2", "FENCED 6 1 n2", 13), 0);
+    ptable_set_state(f->srv.pt, 2, PART_FENCED);
+    assert_int_equal(failpoint_set("store.meta_put", "1*error", NULL, 0), 0);
+    assert_string_equal(RUN(f, "KEEL.MOVE.ABORT", "1", "6", "2"),
+                        "-ERR cannot persist the partition state\r\n");
+    failpoint_clear_all();
+    assert_int_equal(ptable_state(f->srv.pt, 2), PART_FENCED);
+    assert_string_equal(RUN(f, "KEEL.MOVE.ABORT", "1", "6", "2"), "+OK\r\n");
+    assert_int_equal(ptable_state(f->srv.pt, 2), PART_SERVING);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        T(test_bare_chunk_reads_past_argc),
-        T(test_directive_arg_counts),
-        T(test_directive_numbers_strict),
-        T(test_data_request_unknown_move),
+        T(test_bare_chunk_reads_past_argc),        T(test_directive_arg_counts),
+        T(test_directive_numbers_strict),          T(test_data_request_unknown_move),
+        T(test_state_load_error_is_not_no_record), T(test_abort_persist_failure_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -673,7 +673,7 @@ static void kill9_child(const char *dir, store_fsync mode, int sync) {
         if (store_open(dir, &o, &s, NULL, 0)) _exit(1);
         if (store_meta_put(s, "id", "n1", 2)) _exit(1);
         store_txn *t = store_txn_begin(s);
-        store_txn_put(t, 7, "k", 1, STORE_T_STRING, 0, "v", 1);
+        if (store_txn_put(t, 7, "k", 1, STORE_T_STRING, 0, "v", 1)) _exit(1);
         if (store_txn_commit(t)) _exit(1);
         if (sync && store_sync(s, NULL)) _exit(1);
         raise(SIGKILL);
