@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/num.h"
+#include "core/coordkey.h"
 #include "core/failpoint.h"
 #include "core/log.h"
 #include "node/http.h"
@@ -166,6 +167,12 @@ static void paths(const coord_config *c, char *db, char *secret, size_t cap) {
     snprintf(secret, cap, "%s/cluster.secret", c->dir);
 }
 
+/* The coordinator key pair beside cluster.secret (core/coordkey.h). */
+static void key_paths(const coord_config *c, char *key, char *pub, size_t cap) {
+    snprintf(key, cap, "%s/coord.key", c->dir);
+    snprintf(pub, cap, "%s/coord.pub", c->dir);
+}
+
 /* ---- --init -------------------------------------------------------------- */
 
 int coord_init(const coord_config *c) {
@@ -186,9 +193,12 @@ int coord_init(const coord_config *c) {
         return 1;
     }
     peerauth_secret s;
+    char key[PATH_MAX + 16], pub[PATH_MAX + 16];
+    key_paths(c, key, pub, sizeof key);
     int rc = peerauth_secret_generate(&s);
     if (rc == 0) rc = peerauth_secret_write(sec, &s, err, sizeof err);
     peerauth_secret_wipe(&s);
+    if (rc == 0 && (rc = coordkey_create(key, pub, err, sizeof err))) unlink(sec);
     if (rc) {
         fprintf(stderr, "keel coord: %s\n", rc == KEEL_EIO && !err[0] ? "no randomness" : err);
         mapstore_free(ms);
@@ -508,6 +518,15 @@ static int coord_open(coord *co, char *err, size_t cap) {
     }
     if (rc) return rc;
     if ((rc = peerauth_secret_load(sec, &co->secret, err, cap))) return rc;
+    char key[PATH_MAX + 16], pub[PATH_MAX + 16];
+    key_paths(&co->cfg, key, pub, sizeof key);
+    rc = coordkey_load(key, &co->key, err, cap);
+    if (rc == KEEL_ENOTFOUND) { /* a cluster made before the key existed */
+        if ((rc = coordkey_create(key, pub, err, cap))) return rc;
+        rc = coordkey_load(key, &co->key, err, cap);
+        keel_log(KEEL_LOG_WARN, "coordinator_key_created", "path=%s", key);
+    }
+    if (rc) return rc;
     if ((rc = mapstore_bump_term(co->ms, &co->term))) {
         snprintf(err, cap, "cannot record the new term: %s", mapstore_errmsg(co->ms));
         return rc;
@@ -580,6 +599,7 @@ done:
     free(co->mv);
     mapstore_free(co->ms);
     peerauth_secret_wipe(&co->secret);
+    coordkey_free(co->key);
     free(co->members);
     free(co->parts);
     kbuf_close(&co->map_json);

@@ -14,6 +14,7 @@
 #include "net/peerserve.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/coordkey.h"
 #include "core/log.h"
 #include "core/num.h"
 #include "node/metrics.h"
@@ -348,14 +349,37 @@ static void c_partitions(cctx *x) {
 
 /* ---- Peer commands ------------------------------------------------------- */
 
-/* KEEL.AUTH HELLO <id> <nonce> | KEEL.AUTH PROOF <proof> */
+/* KEEL.AUTH COORDKEY -> [public-key, signature]: proves to an authenticated
+ * node that this is the coordinator whose key it pinned (or pins now, at its
+ * first join): an Ed25519 signature of this connection's handshake binding,
+ * label "server" (core/coordkey.h). */
+static void c_keel_coordkey(cctx *x, peer_conn *p) {
+    uint8_t b[PEERAUTH_BINDING_MAX];
+    size_t n;
+    char pub[COORDKEY_PUB_HEX + 1], sig[COORDKEY_SIG_HEX + 1];
+    if (!p->peer_id[0] || !x->co->key || peerauth_binding(p->pa, b, &n) ||
+        coordkey_sign(x->co->key, "server", b, n, sig)) {
+        err(x, "ERR KEEL.AUTH COORDKEY needs an authenticated peer connection");
+        return;
+    }
+    coordkey_public_hex(x->co->key, pub);
+    resp_w_array(&x->c->out, 2);
+    resp_w_bulkstr(&x->c->out, pub);
+    resp_w_bulkstr(&x->c->out, sig);
+}
+
+/* KEEL.AUTH HELLO <id> <nonce> | KEEL.AUTH PROOF <proof> | KEEL.AUTH COORDKEY */
 static void c_keel_auth(cctx *x) {
     peer_conn *p = pconn(x);
     if (!p) {
         err(x, "ERR out of memory");
         return;
     }
-    peerserve_auth(p, x->c, COORD_ID, &x->co->secret, x->argc, x->argv, x->len);
+    if (x->argc == 2 && !strcasecmp(x->argv[1], "coordkey")) {
+        c_keel_coordkey(x, p);
+        return;
+    }
+    peerserve_auth(p, x->c, COORD_ID, &x->co->secret, NULL, x->argc, x->argv, x->len);
 }
 
 /* KEEL.MOVE.REPORT <move> <phase> <bytes> <keys> <lag-bytes> <lag-ms> <rate> [reason] */
@@ -552,7 +576,7 @@ static const ccmd table[] = {
     {"move", 3, 5, F_ADMIN, coord_c_move, NULL},
     {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
-    {"keel.auth", 3, 4, F_NOAUTH, c_keel_auth, NULL},
+    {"keel.auth", 2, 4, F_NOAUTH, c_keel_auth, NULL},
     {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},

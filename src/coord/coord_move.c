@@ -11,6 +11,7 @@
 #include "coord/coord_int.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/coordkey.h"
 #include "core/failpoint.h"
 #include "core/num.h"
 #include "net/replyshape.h"
@@ -102,6 +103,16 @@ static nlink *link_get(cms *x, const char *id) {
     return l;
 }
 
+static cms *g_cms; /* the link callbacks' way back to the executor */
+
+/* The coordinator key proof on a link to a node (peerlink cbs.sign): the
+ * node accepts directives only from a peer that signs the handshake with the
+ * key it pinned (core/coordkey.h, label "client"). */
+static int link_sign(void *arg, const unsigned char *binding, size_t n, char *sig_hex) {
+    if (!g_cms || !g_cms->co->key) return KEEL_EINVAL;
+    return coordkey_sign(g_cms->co->key, "client", binding, n, sig_hex);
+}
+
 /* The link to node id, dialling it when needed; NULL unless ready. */
 static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
     nlink *l = link_get(x, id);
@@ -115,13 +126,11 @@ static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
     if (now < l->retry_ms) return NULL;
     mapstore_node n;
     if (mapstore_node_get(x->co->ms, id, &n) || n.state == MAPSTORE_NODE_REMOVED) return NULL;
-    peerlink_cbs cbs = {.on_ready = link_ready, .on_down = link_down};
+    peerlink_cbs cbs = {.on_ready = link_ready, .on_down = link_down, .sign = link_sign};
     l->retry_ms = now + REDIAL_MS;
     l->pl = peerlink_open(x->co->loop, n.host, n.port, COORD_ID, id, &x->co->secret, &cbs, l);
     return NULL;
 }
-
-static cms *g_cms; /* the link callbacks' way back to the executor */
 
 static void reconcile(cms *x, nlink *l);
 

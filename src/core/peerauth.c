@@ -298,6 +298,21 @@ static uint8_t *put_id(uint8_t *p, const char *id, size_t len) {
     return p + len;
 }
 
+int peerauth_binding(const peerauth *a, uint8_t *out, size_t *n) {
+    *n = 0;
+    if (!peerauth_is_authenticated(a)) return KEEL_EPROTO;
+    int client = a->role == PEERAUTH_CLIENT;
+    uint8_t *p = out;
+    p = client ? put_id(p, a->self_id, a->self_len) : put_id(p, a->peer_id, a->peer_len);
+    p = client ? put_id(p, a->peer_id, a->peer_len) : put_id(p, a->self_id, a->self_len);
+    memcpy(p, client ? a->my_nonce : a->peer_nonce, PEERAUTH_NONCE_LEN);
+    p += PEERAUTH_NONCE_LEN;
+    memcpy(p, client ? a->peer_nonce : a->my_nonce, PEERAUTH_NONCE_LEN);
+    p += PEERAUTH_NONCE_LEN;
+    *n = (size_t)(p - out);
+    return 0;
+}
+
 /* The proof this side sends (mine = 1) or expects from the peer (mine = 0):
  * HMAC(secret, label(prover) || lp(prover id) || lp(verifier id)
  *              || verifier nonce || prover nonce). */

@@ -167,6 +167,15 @@ int peerauth_client_challenge(peerauth *a, const char *id, size_t idlen, const c
  * KEEL_ENOMEM; any error kills the object. */
 int peerauth_server_proof(peerauth *a, const char *proof_hex, size_t prooflen);
 
+/* Bytes that name one completed handshake: lp(id_c) || lp(id_s) || nonce_c
+ * || nonce_s (the client's id and nonce first, whichever side asks). Fresh
+ * nonces make it unique to the connection, so a signature over it (the
+ * coordinator key, core/coordkey.h) cannot be replayed on another one. */
+#define PEERAUTH_BINDING_MAX (2 * (1 + PEERAUTH_ID_MAX) + 2 * PEERAUTH_NONCE_LEN)
+/* Writes the binding into out (PEERAUTH_BINDING_MAX bytes) and its length
+ * into *n. Returns 0, or KEEL_EPROTO before the handshake has succeeded. */
+int peerauth_binding(const peerauth *a, uint8_t *out, size_t *n);
+
 /* 1 once this side has verified the peer's proof, else 0. */
 int peerauth_is_authenticated(const peerauth *a);
 /* The id the peer proved: NUL-terminated, owned by a, valid until

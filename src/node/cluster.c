@@ -8,6 +8,7 @@
  * map it had even while the coordinator is unreachable (DESIGN §5).
  */
 #include "node/cluster.h"
+#include "core/coordkey.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/num.h"
@@ -112,6 +113,42 @@ static void on_map(void *arg, const char *json, size_t len, uint64_t term, uint6
         keel_log(KEEL_LOG_WARN, "map_rejected", "reason=\"%s\"", err);
 }
 
+/* The coordinator key, pinned at the first join (coordlink): durable before
+ * the link goes on, so a restart still refuses any other key. */
+#define COORD_PUB_META "coord_pubkey"
+
+static int pin_coord_key(void *arg, const char *pub_hex) {
+    server *s = arg;
+    if (!coordkey_pub_valid(pub_hex, strlen(pub_hex))) return KEEL_EINVAL;
+    int rc = store_meta_put(s->st, COORD_PUB_META, pub_hex, strlen(pub_hex));
+    if (rc) {
+        keel_log(KEEL_LOG_ERROR, "coordinator_key_persist_failed", "error=\"%s\"",
+                 keel_strerror(rc));
+        return rc;
+    }
+    snprintf(s->coord_pub, sizeof s->coord_pub, "%s", pub_hex);
+    return 0;
+}
+
+/* Loads the pinned key into s->coord_pub ("" when none is pinned yet). */
+KEEL_MUST_CHECK static int load_coord_key(server *s, char *err, size_t cap) {
+    char *v = NULL;
+    size_t len = 0;
+    s->coord_pub[0] = 0;
+    int rc = store_meta_get(s->st, COORD_PUB_META, &v, &len);
+    if (rc == KEEL_ENOTFOUND) return 0;
+    if (rc)
+        return snprintf(err, cap, "cannot read the pinned coordinator key: %s", keel_strerror(rc)),
+               rc;
+    if (!coordkey_pub_valid(v, len)) {
+        free(v);
+        return snprintf(err, cap, "the pinned coordinator key is corrupt"), KEEL_ECORRUPT;
+    }
+    snprintf(s->coord_pub, sizeof s->coord_pub, "%s", v);
+    free(v);
+    return 0;
+}
+
 static uint64_t map_version(void *arg) {
     server *s = arg;
     return s->pt ? ptable_map(s->pt)->version : 0;
@@ -176,8 +213,13 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
                            .rack = s->cfg.rack,
                            .capacity = s->cfg.capacity,
                            .heartbeat_ms = 1000};
-    coordlink_cbs cbs = {.on_map = on_map, .metrics = metrics_json, .map_version = map_version};
+    coordlink_cbs cbs = {.on_map = on_map,
+                         .metrics = metrics_json,
+                         .map_version = map_version,
+                         .pin = pin_coord_key};
     if ((rc = load_mark(s, &lc, err, cap))) return rc;
+    if ((rc = load_coord_key(s, err, cap))) return rc;
+    lc.coord_pub = s->coord_pub;
     char *saved = NULL;
     size_t len = 0;
     rc = store_meta_get(s->st, "map", &saved, &len);

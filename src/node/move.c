@@ -1357,7 +1357,7 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
             resp_w_error(&c->out, "ERR this node is not in a coordinated cluster");
             return 0;
         }
-        peerserve_auth(&nc->peer, c, mv->s->cfg.id, &mv->secret, argc, argv, len);
+        peerserve_auth(&nc->peer, c, mv->s->cfg.id, &mv->secret, mv->s->coord_pub, argc, argv, len);
         return 0;
     }
     const dcmd *d = NULL;

@@ -809,3 +809,30 @@ def peer_auth(conn, secret, my_id):
     sid, nonce_s = r[0], r[1].decode()
     proof = peer_hexmac(secret, b"client", my, sid, nonce_s, nonce_c)
     return sid.decode(), conn.call("KEEL.AUTH", "PROOF", proof)
+
+
+# ---- The coordinator key (core/coordkey), for tests that play a coordinator --
+
+def coord_binding(id_c, id_s, nonce_c_hex, nonce_s_hex):
+    """peerauth_binding: lp(id_c) || lp(id_s) || nonce_c || nonce_s."""
+    id_c = id_c.encode() if isinstance(id_c, str) else id_c
+    id_s = id_s.encode() if isinstance(id_s, str) else id_s
+    return (bytes([len(id_c)]) + id_c + bytes([len(id_s)]) + id_s + bytes.fromhex(nonce_c_hex) +
+            bytes.fromhex(nonce_s_hex))
+
+
+def coord_key_new():
+    """A fresh Ed25519 private key (python3-cryptography)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    return Ed25519PrivateKey.generate()
+
+
+def coord_key_pub_hex(key):
+    from cryptography.hazmat.primitives import serialization
+    return key.public_key().public_bytes(serialization.Encoding.Raw,
+                                         serialization.PublicFormat.Raw).hex()
+
+
+def coord_sign(key, label, binding):
+    """coordkey_sign: Ed25519 over "keel-coordkey-v1|" label "|" binding, hex."""
+    return key.sign(b"keel-coordkey-v1|" + label.encode() + b"|" + binding).hex()
