@@ -28,6 +28,7 @@
 #include "core/err.h"
 #include "core/failpoint.h"
 #include "core/log.h"
+#include "core/id.h"
 #include "core/num.h"
 #include "core/tbucket.h"
 #include "net/peerlink.h"
@@ -715,7 +716,7 @@ static int d_out(dctx *x) {
     server *s = mv->s;
     uint64_t m, p, e, rate;
     if (x->argc != 7 || arg_u64(x, 2, &m) || arg_u64(x, 3, &p) || arg_u64(x, 4, &e) ||
-        arg_u64(x, 6, &rate) || !ok_partition(x, p)) {
+        arg_u64(x, 6, &rate) || !ok_partition(x, p) || !keel_id_valid(x->argv[5], x->len[5])) {
         d_err(x, "ERR bad KEEL.MOVE.OUT: term move partition epoch destination rate");
         return 0;
     }
@@ -786,7 +787,8 @@ static int d_in(dctx *x) {
     server *s = mv->s;
     uint64_t m, p, e, port;
     if (x->argc != 8 || arg_u64(x, 2, &m) || arg_u64(x, 3, &p) || arg_u64(x, 4, &e) ||
-        arg_u64(x, 7, &port) || port == 0 || port > 65535 || !ok_partition(x, p)) {
+        arg_u64(x, 7, &port) || port == 0 || port > 65535 || !ok_partition(x, p) ||
+        !keel_id_valid(x->argv[5], x->len[5]) || !keel_host_valid(x->argv[6], x->len[6])) {
         d_err(x, "ERR bad KEEL.MOVE.IN: term move partition epoch source host port");
         return 0;
     }

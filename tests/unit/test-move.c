@@ -175,6 +175,13 @@ static void test_directive_numbers_strict(void **state) {
                         "-ERR bad KEEL.MOVE.ABORT: term move partition\r\n");
     assert_true(strncmp(RUN(f, "KEEL.MOVE.ABORT", "18446744073709551616", "5", "0"), "-ERR ", 5) ==
                 0);
+    /* Peer names in directives follow the id and host rules. */
+    assert_string_equal(RUN(f, "KEEL.MOVE.OUT", "1", "5", "0", "1", "a\"b", "1000"),
+                        "-ERR bad KEEL.MOVE.OUT: term move partition epoch destination rate\r\n");
+    assert_string_equal(RUN(f, "KEEL.MOVE.IN", "1", "5", "9", "1", "n2", "h\"x", "7002"),
+                        "-ERR bad KEEL.MOVE.IN: term move partition epoch source host port\r\n");
+    assert_string_equal(RUN(f, "KEEL.MOVE.IN", "1", "5", "9", "1", "n2", "h", "70000"),
+                        "-ERR bad KEEL.MOVE.IN: term move partition epoch source host port\r\n");
     /* A well-formed one still goes through. */
     assert_string_equal(RUN(f, "KEEL.MOVE.ABORT", "1", "5", "0"), "+OK\r\n");
 }
