@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <ftw.h>
+#include <sys/stat.h>
 
 #include "coord/coord_int.h"
 #include "coord/mapstore.h"
@@ -77,10 +79,20 @@ static uint64_t map_version(void *arg) {
     return 1;
 }
 
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
+    return remove(p);
+}
+
+/* libFuzzer ends with exit(): the stores' directory goes with it. */
+static void remove_dir(void) {
+    if (g.dir[0]) nftw(g.dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void setup(void) {
     keel_log_set_level(KEEL_LOG_ERROR + 1); /* quiet */
     snprintf(g.dir, sizeof g.dir, "/tmp/keel-fuzz-keel-XXXXXX");
     CHECK(mkdtemp(g.dir));
+    atexit(remove_dir);
     CHECK(uv_loop_init(&g.loop) == 0);
     server *s = &g.srv;
     s->loop = &g.loop;
