@@ -13,6 +13,8 @@
  * Every one takes --coord HOST:PORT (default 127.0.0.1:7400) and --password
  * PW (or $KEEL_PASSWORD). Exit status: 0, 1 (the coordinator refused or is
  * unreachable), 2 (bad usage). */
+#include "core/num.h"
+
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -62,10 +64,8 @@ typedef struct admin_args {
 static int parse_coord(const char *v, admin_args *a) {
     const char *colon = strrchr(v, ':');
     if (!colon || colon == v || (size_t)(colon - v) >= sizeof a->host) return -1;
-    char *end;
-    errno = 0;
-    long p = strtol(colon + 1, &end, 10);
-    if (errno || *end || p <= 0 || p > 65535) return -1;
+    uint64_t p;
+    if (keel_parse_u64z(colon + 1, &p) || p == 0 || p > 65535) return -1;
     memcpy(a->host, v, (size_t)(colon - v));
     a->host[colon - v] = 0;
     a->port = (int)p;

@@ -23,6 +23,8 @@
 #include "coord/detector.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/num.h"
+#include "core/coordkey.h"
 #include "core/failpoint.h"
 #include "core/log.h"
 #include "node/http.h"
@@ -102,10 +104,8 @@ void coord_config_default(coord_config *c) {
 
 static int int_arg(const char *flag, const char *v, long lo, long hi, long *out, char *err,
                    size_t cap) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
+    int64_t x;
+    if (keel_parse_i64z(v, &x) || x < lo || x > hi) {
         snprintf(err, cap, "%s must be an integer from %ld to %ld, got '%s'", flag, lo, hi, v);
         return KEEL_EINVAL;
     }
@@ -173,6 +173,12 @@ static void paths(const coord_config *c, char *db, char *secret, size_t cap) {
     snprintf(secret, cap, "%s/cluster.secret", c->dir);
 }
 
+/* The coordinator key pair beside cluster.secret (core/coordkey.h). */
+static void key_paths(const coord_config *c, char *key, char *pub, size_t cap) {
+    snprintf(key, cap, "%s/coord.key", c->dir);
+    snprintf(pub, cap, "%s/coord.pub", c->dir);
+}
+
 /* ---- --init -------------------------------------------------------------- */
 
 int coord_init(const coord_config *c) {
@@ -193,9 +199,12 @@ int coord_init(const coord_config *c) {
         return 1;
     }
     peerauth_secret s;
+    char key[PATH_MAX + 16], pub[PATH_MAX + 16];
+    key_paths(c, key, pub, sizeof key);
     int rc = peerauth_secret_generate(&s);
     if (rc == 0) rc = peerauth_secret_write(sec, &s, err, sizeof err);
     peerauth_secret_wipe(&s);
+    if (rc == 0 && (rc = coordkey_create(key, pub, err, sizeof err))) unlink(sec);
     if (rc) {
         fprintf(stderr, "keel coord: %s\n", rc == KEEL_EIO && !err[0] ? "no randomness" : err);
         mapstore_free(ms);
@@ -508,39 +517,42 @@ const kbuf *coord_map_json(coord *co) {
         free(parts);
         return NULL;
     }
+    /* The map as the nodes will parse it, written by the one codec
+     * (core/mapcodec): removed nodes are left out, and a partition whose
+     * owner is not listed is written unowned rather than naming a node the
+     * reader cannot find (which would make it refuse the whole map). */
+    keel_map m;
+    int rc = keel_map_init(&m, (unsigned)np);
+    for (size_t k = 0; !rc && k < nn; k++) {
+        if (nodes[k].membership == MAPSTORE_MEMBER_REMOVED) continue;
+        map_node mn;
+        memset(&mn, 0, sizeof mn);
+        snprintf(mn.id, sizeof mn.id, "%s", nodes[k].id);
+        snprintf(mn.host, sizeof mn.host, "%s", nodes[k].host);
+        mn.port = nodes[k].port;
+        snprintf(mn.liveness, sizeof mn.liveness, "%s", mapstore_liveness_name(nodes[k].liveness));
+        snprintf(mn.membership, sizeof mn.membership, "%s",
+                 mapstore_membership_name(nodes[k].membership));
+        int idx = keel_map_add(&m, &mn);
+        if (idx < 0)
+            keel_log(KEEL_LOG_ERROR, "map_node_skipped", "reason=\"%s\"", keel_strerror(idx));
+    }
+    for (size_t i = 0; !rc && i < np; i++) {
+        m.owner[i] = parts[i].owner[0] ? keel_map_find_node(&m, parts[i].owner) : -1;
+        m.epoch[i] = parts[i].epoch;
+    }
+    m.version = v;
     kbuf *b = &co->map_json;
     b->len = 0;
-    kbuf_printf(b, "{\"version\":%llu,\"term\":%llu,\"partitions\":%zu,\"nodes\":[",
-                (unsigned long long)v, (unsigned long long)co->term, np);
-    for (size_t k = 0, first = 1; k < nn; k++) {
-        if (nodes[k].membership == MAPSTORE_MEMBER_REMOVED) continue;
-        kbuf_printf(b,
-                    "%s{\"id\":\"%s\",\"addr\":\"%s:%d\",\"liveness\":\"%s\","
-                    "\"membership\":\"%s\"}",
-                    first ? "" : ",", nodes[k].id, nodes[k].host, nodes[k].port,
-                    mapstore_liveness_name(nodes[k].liveness),
-                    mapstore_membership_name(nodes[k].membership));
-        first = 0;
-    }
-    kbuf_appendstr(b, "],\"owners\":[");
-    int first = 1;
-    for (size_t i = 0; i < np;) { /* runs of one owner at one epoch */
-        size_t j = i + 1;
-        while (j < np && !strcmp(parts[j].owner, parts[i].owner) &&
-               parts[j].epoch == parts[i].epoch)
-            j++;
-        if (parts[i].owner[0]) {
-            kbuf_printf(b, "%s{\"first\":%zu,\"last\":%zu,\"node\":\"%s\",\"epoch\":%llu}",
-                        first ? "" : ",", i, j - 1, parts[i].owner,
-                        (unsigned long long)parts[i].epoch);
-            first = 0;
-        }
-        i = j;
-    }
-    kbuf_appendstr(b, "]}");
-    co->map_json_version = v;
+    if (!rc) rc = keel_map_write_json(&m, co->term, b);
+    keel_map_close(&m);
     free(parts);
     free(nodes);
+    if (rc) {
+        b->len = 0;
+        return NULL;
+    }
+    co->map_json_version = v;
     return b;
 }
 
@@ -577,6 +589,15 @@ static int coord_open(coord *co, char *err, size_t cap) {
     }
     if (rc) return rc;
     if ((rc = peerauth_secret_load(sec, &co->secret, err, cap))) return rc;
+    char key[PATH_MAX + 16], pub[PATH_MAX + 16];
+    key_paths(&co->cfg, key, pub, sizeof key);
+    rc = coordkey_load(key, &co->key, err, cap);
+    if (rc == KEEL_ENOTFOUND) { /* a cluster made before the key existed */
+        if ((rc = coordkey_create(key, pub, err, cap))) return rc;
+        rc = coordkey_load(key, &co->key, err, cap);
+        keel_log(KEEL_LOG_WARN, "coordinator_key_created", "path=%s", key);
+    }
+    if (rc) return rc;
     if ((rc = mapstore_bump_term(co->ms, &co->term))) {
         snprintf(err, cap, "cannot record the new term: %s", mapstore_errmsg(co->ms));
         return rc;
@@ -654,6 +675,7 @@ done:
     free(co->mv);
     mapstore_free(co->ms);
     peerauth_secret_wipe(&co->secret);
+    coordkey_free(co->key);
     free(co->members);
     free(co->parts);
     kbuf_close(&co->map_json);

@@ -14,7 +14,9 @@
 #include "net/peerserve.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/coordkey.h"
 #include "core/log.h"
+#include "core/num.h"
 #include "node/metrics.h"
 
 #include <cjson/cJSON.h>
@@ -365,19 +367,45 @@ static void c_partitions(cctx *x) {
 
 /* ---- Peer commands ------------------------------------------------------- */
 
-/* KEEL.AUTH HELLO <id> <nonce> | KEEL.AUTH PROOF <proof> */
+/* KEEL.AUTH COORDKEY -> [public-key, signature]: proves to an authenticated
+ * node that this is the coordinator whose key it pinned (or pins now, at its
+ * first join): an Ed25519 signature of this connection's handshake binding,
+ * label "server" (core/coordkey.h). */
+static void c_keel_coordkey(cctx *x, peer_conn *p) {
+    uint8_t b[PEERAUTH_BINDING_MAX];
+    size_t n;
+    char pub[COORDKEY_PUB_HEX + 1], sig[COORDKEY_SIG_HEX + 1];
+    if (!p->peer_id[0] || !x->co->key || peerauth_binding(p->pa, b, &n) ||
+        coordkey_sign(x->co->key, "server", b, n, sig)) {
+        err(x, "ERR KEEL.AUTH COORDKEY needs an authenticated peer connection");
+        return;
+    }
+    coordkey_public_hex(x->co->key, pub);
+    resp_w_array(&x->c->out, 2);
+    resp_w_bulkstr(&x->c->out, pub);
+    resp_w_bulkstr(&x->c->out, sig);
+}
+
+/* KEEL.AUTH HELLO <id> <nonce> | KEEL.AUTH PROOF <proof> | KEEL.AUTH COORDKEY */
 static void c_keel_auth(cctx *x) {
     peer_conn *p = pconn(x);
     if (!p) {
         err(x, "ERR out of memory");
         return;
     }
-    peerserve_auth(p, x->c, COORD_ID, &x->co->secret, x->argc, x->argv, x->len);
+    if (x->argc == 2 && !strcasecmp(x->argv[1], "coordkey")) {
+        c_keel_coordkey(x, p);
+        return;
+    }
+    peerserve_auth(p, x->c, COORD_ID, &x->co->secret, NULL, x->argc, x->argv, x->len);
 }
 
 /* KEEL.MOVE.REPORT <move> <phase> <bytes> <keys> <lag-bytes> <lag-ms> <rate> [reason] */
 static void c_keel_move_report(cctx *x, const char *id) {
-    coord_move_report(x->co, id, x->argc, x->argv);
+    if (coord_move_report(x->co, id, x->argc, x->argv, x->len)) {
+        err(x, "ERR bad KEEL.MOVE.REPORT: move phase bytes keys lag-bytes lag-ms rate [reason]");
+        return;
+    }
     resp_w_simple(&x->c->out, "OK");
 }
 
@@ -385,10 +413,19 @@ static void c_keel_move_report(cctx *x, const char *id) {
 static void c_keel_register(cctx *x, const char *id) {
     coord *co = x->co;
     char *end;
-    long port = strtol(x->argv[2], &end, 10);
-    double cap = strtod(x->argv[4], &end);
-    if (port <= 0 || port > 65535 || !isfinite(cap) || cap < 0 || *end) {
+    uint64_t port = 0;
+    double cap = x->len[4] ? strtod(x->argv[4], &end) : NAN;
+    if (keel_parse_u64(x->argv[2], x->len[2], &port) || port == 0 || port > 65535 ||
+        !isfinite(cap) || cap < 0 || *end || x->argv[4][0] == ' ') {
         err(x, "ERR bad registration: KEEL.REGISTER host port rack capacity");
+        return;
+    }
+    /* The id was proven in KEEL.AUTH, which enforces the id rule; the host
+     * goes into the map every node parses, so it must follow its rule. */
+    if (!keel_id_validz(id) || !keel_host_valid(x->argv[1], x->len[1]) ||
+        x->len[3] > MAPSTORE_RACK_MAX) {
+        err(x, "ERR bad registration: the id must match " KEEL_ID_RULE
+               " and the host [A-Za-z0-9._:[]-]{1,64}");
         return;
     }
     mapstore_node old, n = {0};
@@ -401,9 +438,9 @@ static void c_keel_register(cctx *x, const char *id) {
     int64_t now = coord_now(co);
     int live = exists && m->last_hb_ms &&
                now - m->last_hb_ms < coord_setting_ll(co, "node_suspect_after_ms");
-    if (live && (strcmp(old.host, x->argv[1]) || old.port != port)) {
-        keel_log(KEEL_LOG_WARN, "register_refused", "node=%s addr=%s:%ld live_at=%s:%d", id,
-                 x->argv[1], port, old.host, old.port);
+    if (live && (strcmp(old.host, x->argv[1]) || old.port != (int)port)) {
+        keel_log(KEEL_LOG_WARN, "register_refused", "node=%s addr=%s:%llu live_at=%s:%d", id,
+                 x->argv[1], (unsigned long long)port, old.host, old.port);
         char msg[256];
         snprintf(msg, sizeof msg, "ERR node id %s is live at %s:%d", id, old.host, old.port);
         err(x, msg);
@@ -428,32 +465,46 @@ static void c_keel_register(cctx *x, const char *id) {
     }
     m->last_hb_ms = now;
     if (!co->first_register_ms) co->first_register_ms = now;
-    keel_log(KEEL_LOG_INFO, "node_registered", "node=%s addr=%s:%ld rack=%s capacity=%g new=%d", id,
-             n.host, port, n.rack[0] ? n.rack : "-", cap, !exists);
+    keel_log(KEEL_LOG_INFO, "node_registered", "node=%s addr=%s:%llu rack=%s capacity=%g new=%d",
+             id, n.host, (unsigned long long)port, n.rack[0] ? n.rack : "-", cap, !exists);
     coord_moves_node_registered(co, id);
     resp_w_simple(&x->c->out, "OK");
 }
 
+/* A JSON number as a count: 0 unless a finite number in [0, 2^64). The
+ * cast of anything else to uint64_t is undefined. */
+static uint64_t json_count(const cJSON *v) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble >= 18446744073709551616.0)
+        return 0;
+    return (uint64_t)v->valuedouble;
+}
+
 /* Folds a heartbeat's metrics JSON into the member and its partitions:
- * {"disk_used":N,"disk_capacity":N,"partitions":[[p,bytes,keys,ops],...]} */
+ * {"disk_used":N,"disk_capacity":N,"partitions":[[p,bytes,keys,ops],...]}.
+ * Peer input: every field is type- and range-checked; a bad entry is
+ * skipped. */
 static void take_metrics(coord *co, member *m, const char *json) {
     cJSON *r = cJSON_Parse(json);
     if (!r) return;
     const cJSON *du = cJSON_GetObjectItemCaseSensitive(r, "disk_used");
     const cJSON *dc = cJSON_GetObjectItemCaseSensitive(r, "disk_capacity");
     const cJSON *p99 = cJSON_GetObjectItemCaseSensitive(r, "p99_ms");
-    if (cJSON_IsNumber(p99)) m->p99_ms = p99->valuedouble;
-    if (cJSON_IsNumber(du)) m->disk_used = (uint64_t)du->valuedouble;
-    if (cJSON_IsNumber(dc)) m->disk_capacity = (uint64_t)dc->valuedouble;
+    if (cJSON_IsNumber(p99) && isfinite(p99->valuedouble)) m->p99_ms = p99->valuedouble;
+    if (cJSON_IsNumber(du)) m->disk_used = json_count(du);
+    if (cJSON_IsNumber(dc)) m->disk_capacity = json_count(dc);
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(r, "partitions"), *e;
+    if (!cJSON_IsArray(ps)) ps = NULL;
     cJSON_ArrayForEach(e, ps) {
-        if (cJSON_GetArraySize(e) != 4) continue;
-        double p = cJSON_GetArrayItem(e, 0)->valuedouble;
-        if (p < 0 || p >= co->partitions) continue;
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 4) continue;
+        const cJSON *pv = cJSON_GetArrayItem(e, 0), *ops = cJSON_GetArrayItem(e, 3);
+        if (!cJSON_IsNumber(pv) || !cJSON_IsNumber(ops) || !isfinite(ops->valuedouble)) continue;
+        double p = pv->valuedouble;
+        if (!(p >= 0 && p < co->partitions)) continue;
         part_metrics *pm = &co->parts[(unsigned)p];
-        pm->bytes = (uint64_t)cJSON_GetArrayItem(e, 1)->valuedouble;
-        pm->keys = (uint64_t)cJSON_GetArrayItem(e, 2)->valuedouble;
-        pm->ops = cJSON_GetArrayItem(e, 3)->valuedouble;
+        pm->bytes = json_count(cJSON_GetArrayItem(e, 1));
+        pm->keys = json_count(cJSON_GetArrayItem(e, 2));
+        pm->ops = ops->valuedouble;
     }
     cJSON_Delete(r);
 }
@@ -463,6 +514,11 @@ static void take_metrics(coord *co, member *m, const char *json) {
 static void c_keel_heartbeat(cctx *x, const char *id) {
     coord *co = x->co;
     mapstore_node n;
+    uint64_t have;
+    if (keel_parse_u64(x->argv[1], x->len[1], &have)) {
+        err(x, "ERR bad KEEL.HEARTBEAT: map-version metrics");
+        return;
+    }
     if (mapstore_node_get(co->ms, id, &n)) {
         err(x, "ERR unknown node: KEEL.REGISTER first");
         return;
@@ -480,7 +536,6 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
                      "node=%s from=%s to=UP membership=%s reason=heartbeat", id,
                      mapstore_liveness_name(n.liveness), mapstore_membership_name(n.membership));
     }
-    unsigned long long have = strtoull(x->argv[1], NULL, 10);
     uint64_t v = mapstore_version(co->ms);
     const kbuf *map = have < v ? coord_map_json(co) : NULL;
     resp_w_array(&x->c->out, 4);
@@ -496,13 +551,15 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
 static void c_keel_leave(cctx *x, const char *id) {
     mapstore_node n;
     if (mapstore_node_get(x->co->ms, id, &n) == 0 && n.liveness != MAPSTORE_NODE_DOWN) {
-        if (mapstore_node_set_liveness(x->co->ms, id, MAPSTORE_NODE_DOWN) == 0)
-            keel_log(KEEL_LOG_INFO, "node_state",
-                     "node=%s from=%s to=DOWN membership=%s reason=graceful-stop", id,
-                     mapstore_liveness_name(n.liveness), mapstore_membership_name(n.membership));
-        else
-            keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s error=\"%s\"", id,
-                     mapstore_errmsg(x->co->ms));
+        if (mapstore_node_set_liveness(x->co->ms, id, MAPSTORE_NODE_DOWN)) {
+            keel_log(KEEL_LOG_ERROR, "node_state_persist_failed", "node=%s to=DOWN error=\"%s\"",
+                     id, mapstore_errmsg(x->co->ms));
+            err(x, "ERR map store write failed");
+            return;
+        }
+        keel_log(KEEL_LOG_INFO, "node_state",
+                 "node=%s from=%s to=DOWN membership=%s reason=graceful-stop", id,
+                 mapstore_liveness_name(n.liveness), mapstore_membership_name(n.membership));
     }
     member *m = coord_member(x->co, id, 0);
     if (m) m->last_hb_ms = 0;
@@ -539,7 +596,7 @@ static const ccmd table[] = {
     {"move", 3, 5, F_ADMIN, coord_c_move, NULL},
     {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
-    {"keel.auth", 3, 4, F_NOAUTH, c_keel_auth, NULL},
+    {"keel.auth", 2, 4, F_NOAUTH, c_keel_auth, NULL},
     {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},

@@ -47,6 +47,7 @@ typedef struct coord {
     uv_loop_t *loop;
     mapstore *ms;
     peerauth_secret secret;
+    struct coordkey *key; /* the coordinator's Ed25519 key (core/coordkey.h) */
     uint64_t term;
     uint64_t directive_seq; /* per term: every map sent is a new directive */
     rserver *rs;

@@ -11,13 +11,17 @@
 #include "coord/coord_int.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/coordkey.h"
 #include "core/failpoint.h"
+#include "core/num.h"
+#include "net/replyshape.h"
 #include "core/log.h"
 #include "net/peerlink.h"
 #include "planner/planner.h"
 
 #include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +103,16 @@ static nlink *link_get(cms *x, const char *id) {
     return l;
 }
 
+static cms *g_cms; /* the link callbacks' way back to the executor */
+
+/* The coordinator key proof on a link to a node (peerlink cbs.sign): the
+ * node accepts directives only from a peer that signs the handshake with the
+ * key it pinned (core/coordkey.h, label "client"). */
+static int link_sign(void *arg, const unsigned char *binding, size_t n, char *sig_hex) {
+    if (!g_cms || !g_cms->co->key) return KEEL_EINVAL;
+    return coordkey_sign(g_cms->co->key, "client", binding, n, sig_hex);
+}
+
 /* The link to node id, dialling it when needed; NULL unless ready. */
 static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
     nlink *l = link_get(x, id);
@@ -113,13 +127,11 @@ static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
     mapstore_node n;
     if (mapstore_node_get(x->co->ms, id, &n) || n.membership == MAPSTORE_MEMBER_REMOVED)
         return NULL;
-    peerlink_cbs cbs = {.on_ready = link_ready, .on_down = link_down};
+    peerlink_cbs cbs = {.on_ready = link_ready, .on_down = link_down, .sign = link_sign};
     l->retry_ms = now + REDIAL_MS;
     l->pl = peerlink_open(x->co->loop, n.host, n.port, COORD_ID, id, &x->co->secret, &cbs, l);
     return NULL;
 }
-
-static cms *g_cms; /* the link callbacks' way back to the executor */
 
 static void reconcile(cms *x, nlink *l);
 
@@ -281,7 +293,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
     case K_FENCE:
         m->busy_s = 0;
         if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != 1) break;
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+        if (!reply_shape(r, "iii")) { /* [f, digest, keys] */
             keel_log(KEEL_LOG_WARN, "move_fence_failed", "move=%llu error=\"%s\"",
                      (unsigned long long)id, err_text(r));
             abort_move(x, m, "fence-failed");
@@ -295,7 +307,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
     case K_VERIFY:
         m->busy_d = 0;
         if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != 2) break;
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        if (!reply_shape(r, "ii")) { /* [digest, keys] */
             keel_log(KEEL_LOG_WARN, "move_verify_failed", "move=%llu error=\"%s\"",
                      (unsigned long long)id, err_text(r));
             abort_move(x, m, "verify-failed");
@@ -601,8 +613,8 @@ static void on_state(void *arg, void *tag, redisReply *r) {
         int live = 0;
         for (size_t i = 0; i < r->elements; i++) {
             redisReply *e = r->element[i];
-            if (e->type == REDIS_REPLY_ARRAY && e->elements == 4 &&
-                (uint64_t)e->element[2]->integer == m->rec.id && e->element[3]->integer)
+            if (reply_shape(e, "isii") && (uint64_t)e->element[2]->integer == m->rec.id &&
+                e->element[3]->integer)
                 live = 1;
         }
         if (!live) abort_move(x, m, "node-restarted");
@@ -612,7 +624,10 @@ static void on_state(void *arg, void *tag, redisReply *r) {
     num(t, sizeof t, x->co->term);
     for (size_t i = 0; i < r->elements; i++) {
         redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 4) continue;
+        /* [p, state, move, active]; anything else is skipped */
+        if (!reply_shape(e, "isii") || e->element[0]->integer < 0 ||
+            e->element[0]->integer >= (long long)x->co->partitions)
+            continue;
         uint64_t mid = (uint64_t)e->element[2]->integer;
         if (find(x, mid)) continue;
         mapstore_move rec;
@@ -620,7 +635,7 @@ static void on_state(void *arg, void *tag, redisReply *r) {
         num(id, sizeof id, mid);
         num(p, sizeof p, (uint64_t)e->element[0]->integer);
         int known = mapstore_move_get(x->co->ms, mid, &rec) == 0;
-        const char *st = e->element[1]->str ? e->element[1]->str : "";
+        const char *st = e->element[1]->str;
         if (known && rec.state == MAPSTORE_MOVE_DONE && !strcmp(st, "RETIRED")) {
             const char *argv[] = {"KEEL.MOVE.CLEANUP", t, id, p};
             peerlink_send(l->pl, NULL, NULL, 4, argv, NULL);
@@ -655,25 +670,35 @@ void coord_moves_node_registered(coord *co, const char *id) {
 
 /* ---- Reports from destinations -------------------------------------------------------- */
 
-void coord_move_report(coord *co, const char *from, int argc, char **argv) {
+int coord_move_report(coord *co, const char *from, int argc, char **argv, const size_t *len) {
     cms *x = state_of(co);
-    if (!x || argc < 8) return;
-    cmove *m = find(x, strtoull(argv[1], NULL, 10));
-    if (!m || strcmp(m->rec.to, from) != 0) return; /* only D reports, about its own move */
+    if (argc < 8 || argc > 9) return KEEL_EINVAL;
+    uint64_t id, bytes, keys, lag = 0, lag_ms;
+    /* "-1": the catch-up has not answered yet */
+    int lag_known = !(len[5] == 2 && !memcmp(argv[5], "-1", 2));
+    char *end;
+    double rate = len[7] && argv[7][0] != ' ' ? strtod(argv[7], &end) : NAN;
+    if (keel_parse_u64(argv[1], len[1], &id) || keel_parse_u64(argv[3], len[3], &bytes) ||
+        keel_parse_u64(argv[4], len[4], &keys) ||
+        (lag_known && keel_parse_u64(argv[5], len[5], &lag)) ||
+        keel_parse_u64(argv[6], len[6], &lag_ms) || !isfinite(rate) || *end || rate < 0)
+        return KEEL_EINVAL;
+    if (!x) return 0;
+    cmove *m = find(x, id);
+    if (!m || strcmp(m->rec.to, from) != 0) return 0; /* only D reports, about its own move */
     const char *phase = argv[2];
     m->last_report_ms = coord_now(co);
     snprintf(m->phase, sizeof m->phase, "%s", phase);
-    m->bytes = strtoull(argv[3], NULL, 10);
-    m->keys = strtoull(argv[4], NULL, 10);
-    int lag_known = argv[5][0] != '-'; /* "-1": the catch-up has not answered yet */
-    m->lag_bytes = lag_known ? strtoull(argv[5], NULL, 10) : 0;
-    m->lag_ms = strtoull(argv[6], NULL, 10);
-    m->rate_bps = strtod(argv[7], NULL);
+    m->bytes = bytes;
+    m->keys = keys;
+    m->lag_bytes = lag;
+    m->lag_ms = lag_ms;
+    m->rate_bps = rate;
     const char *reason = argc > 8 && argv[8][0] ? argv[8] : NULL;
-    if (m->rec.state >= MAPSTORE_MOVE_FENCED) return;
+    if (m->rec.state >= MAPSTORE_MOVE_FENCED) return 0;
     if (!strcmp(phase, "failed")) {
         abort_move(x, m, reason ? reason : "destination-failed");
-        return;
+        return 0;
     }
     if (!strcmp(phase, "non-converging")) {
         uint64_t max = (uint64_t)coord_setting_ll(co, "move_bytes_per_sec_max");
@@ -689,23 +714,26 @@ void coord_move_report(coord *co, const char *from, int argc, char **argv) {
             num(r, sizeof r, nb);
             const char *av[] = {"KEEL.MOVE.RATE", t, id, r};
             send_to(x, m, m->rec.from, K_RATE, 4, av, NULL);
-            return;
+            return 0;
         }
         abort_move(x, m, "non-converging");
-        return;
+        return 0;
     }
     if (m->rec.state == MAPSTORE_MOVE_COPYING && strcmp(phase, "copying") != 0) {
         if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, keel_wall_ms(),
                                   NULL) == 0)
             refresh(x, m);
     }
-    mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes);
+    if (mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes))
+        keel_log(KEEL_LOG_WARN, "move_progress_persist_failed", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
     /* Fence only on a measured backlog under fence_lag_bytes: the fence
      * drains the rest while writes are held. */
     if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP && lag_known &&
         (!strcmp(phase, "catching-up") || !strcmp(phase, "caught-up")) &&
         m->lag_bytes <= (uint64_t)coord_setting_ll(co, "fence_lag_bytes"))
         start_fence(x, m);
+    return 0;
 }
 
 /* ---- Operator entry points ------------------------------------------------------------- */

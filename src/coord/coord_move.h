@@ -57,8 +57,11 @@ int coord_move_cancel(coord *co, uint64_t id, char *err, size_t cap);
 void coord_moves_node_registered(coord *co, const char *id);
 
 /* KEEL.MOVE.REPORT from node `from`: argv[1..] = move phase bytes keys
- * lag-bytes lag-ms rate reason. */
-void coord_move_report(coord *co, const char *from, int argc, char **argv);
+ * lag-bytes lag-ms rate reason (argc 8 or 9). Every number is parsed
+ * strictly (core/num.h; lag-bytes may be "-1": not known yet). Returns 0
+ * (also for a report about a move that is not its own, which is ignored)
+ * or KEEL_EINVAL for a malformed report, which changes nothing. */
+int coord_move_report(coord *co, const char *from, int argc, char **argv, const size_t *len);
 
 /* Appends the moves in flight and the most recent finished ones (up to
  * `recent`), newest last, as JSON objects to arr. */

@@ -12,6 +12,8 @@
 #include "coord/coord_move.h"
 #include "core/err.h"
 
+#include "core/num.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +23,7 @@
 #define RECENT 20
 
 static int parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    if (s[0] < '0' || s[0] > '9') return -1; /* no sign, no blanks */
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end) return -1;
-    *out = v;
-    return 0;
+    return keel_parse_u64z(s, out) ? -1 : 0; /* no sign, no blanks, no overflow */
 }
 
 void coord_c_move(cctx *x) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/id.h"
 
 struct mapstore {
     const mapstore_ops *ops;
@@ -162,9 +163,8 @@ const char *mapstore_errmsg(const mapstore *ms) {
 /* Each check returns 0 or records the reason and returns a KEEL_E*. */
 
 static int check_id(mapstore *ms, const char *what, const char *id) {
-    if (mapstore__valid_id(id, KEEL_ID_MAX, 0)) return 0;
-    return mapstore__errf(ms, KEEL_EINVAL, "%s: not a valid id (1..%d printable bytes, no spaces)",
-                          what, KEEL_ID_MAX);
+    if (keel_id_validz(id)) return 0;
+    return mapstore__errf(ms, KEEL_EINVAL, "%s: not a valid id (" KEEL_ID_RULE ")", what);
 }
 
 static int check_part(mapstore *ms, unsigned p) {
@@ -186,7 +186,7 @@ static int check_node(mapstore *ms, const mapstore_node *n) {
     int rc;
     if ((rc = check_out(ms, n, n))) return rc;
     if ((rc = check_id(ms, "node id", n->id))) return rc;
-    if (!mapstore__valid_id(n->host, KEEL_HOST_MAX, 0))
+    if (!keel_host_validz(n->host))
         return mapstore__errf(ms, KEEL_EINVAL, "node %s: bad host", n->id);
     if (n->port < 1 || n->port > 65535)
         return mapstore__errf(ms, KEEL_EINVAL, "node %s: port %d not in 1..65535", n->id, n->port);

@@ -63,7 +63,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "node/ptable.h" /* KEEL_ID_MAX, KEEL_HOST_MAX, KEEL_{MIN,MAX}_PARTITIONS */
+#include "core/err.h" /* KEEL_MUST_CHECK */
+
+#include "core/mapcodec.h" /* KEEL_ID_MAX, KEEL_HOST_MAX, KEEL_{MIN,MAX}_PARTITIONS */
 
 #define MAPSTORE_CLUSTER_ID_MAX 64 /* generated ids are 32 hex digits */
 #define MAPSTORE_RACK_MAX 64
@@ -121,8 +123,8 @@ typedef enum {
 } mapstore_move_state;
 
 typedef struct mapstore_node {
-    char id[KEEL_ID_MAX + 1];         /* 1..64 printable ASCII, no spaces */
-    char host[KEEL_HOST_MAX + 1];     /* likewise */
+    char id[KEEL_ID_MAX + 1];         /* the id rule, core/id.h */
+    char host[KEEL_HOST_MAX + 1];     /* the host rule, core/id.h */
     int port;                         /* 1..65535 */
     char rack[MAPSTORE_RACK_MAX + 1]; /* 0..64 likewise; "" = none */
     double capacity;                  /* finite, >= 0 */
@@ -202,8 +204,8 @@ typedef struct mapstore_expect {
  * KEEL_EEXIST (anything exists at path, or an SQLite -wal/-shm/-journal file
  * beside it: an existing map is never overwritten), KEEL_EIO, KEEL_ENOMEM,
  * and any error of mapstore_sqlite_open. */
-int mapstore_sqlite_create(const char *path, unsigned partitions, int64_t now_ms, mapstore **out,
-                           char *err, size_t errcap);
+KEEL_MUST_CHECK int mapstore_sqlite_create(const char *path, unsigned partitions, int64_t now_ms,
+                                           mapstore **out, char *err, size_t errcap);
 
 /* Opens an existing map store. Never creates, repairs or resets anything: a
  * file that is missing, damaged, of another kind or of another cluster is
@@ -215,8 +217,8 @@ int mapstore_sqlite_create(const char *path, unsigned partitions, int64_t now_ms
  * KEEL_EWRONGTYPE (an SQLite database but not a Keel map store), KEEL_ERANGE
  * (schema version unsupported), KEEL_EAGAIN (open elsewhere), KEEL_EIO,
  * KEEL_ENOMEM. On failure *out is NULL and err holds the reason. */
-int mapstore_sqlite_open(const char *path, const mapstore_expect *expect, mapstore **out, char *err,
-                         size_t errcap);
+KEEL_MUST_CHECK int mapstore_sqlite_open(const char *path, const mapstore_expect *expect,
+                                         mapstore **out, char *err, size_t errcap);
 
 /* Closes the handle and releases the store. NULL is a no-op. */
 void mapstore_free(mapstore *ms);
@@ -239,7 +241,7 @@ uint64_t mapstore_version(const mapstore *ms);
 /* Adds one to the term, durably, and returns the new term in *term (may be
  * NULL). A coordinator calls it once at every start, before it sends any
  * directive (DESIGN invariant I3). Errors: KEEL_ERANGE, KEEL_EIO. */
-int mapstore_bump_term(mapstore *ms, uint64_t *term);
+KEEL_MUST_CHECK int mapstore_bump_term(mapstore *ms, uint64_t *term);
 
 /* ---- Nodes -------------------------------------------------------------
  * Nodes are never deleted: a node that leaves becomes REMOVED, so move
@@ -253,39 +255,40 @@ int mapstore_bump_term(mapstore *ms, uint64_t *term);
  * liveness or membership changed.
  * Errors: KEEL_EINVAL (also: the stored node is REMOVED and n is not),
  * KEEL_EIO. */
-int mapstore_node_upsert(mapstore *ms, const mapstore_node *n, int64_t now_ms);
+KEEL_MUST_CHECK int mapstore_node_upsert(mapstore *ms, const mapstore_node *n, int64_t now_ms);
 /* Fills *out with node id. Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
-int mapstore_node_get(mapstore *ms, const char *id, mapstore_node *out);
+KEEL_MUST_CHECK int mapstore_node_get(mapstore *ms, const char *id, mapstore_node *out);
 /* All nodes, ordered by id: *out is malloc'd (caller frees with free(); NULL
  * when *n is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
-int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n);
+KEEL_MUST_CHECK int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n);
 /* Sets a node's liveness; +1 version if it changed (setting the same value
  * is a successful no-op). Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
-int mapstore_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l);
+KEEL_MUST_CHECK int mapstore_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l);
 /* Sets a node's membership; +1 version if it changed. REMOVED is final:
  * leaving it fails with KEEL_EINVAL. Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
-int mapstore_node_set_membership(mapstore *ms, const char *id, mapstore_membership m);
+KEEL_MUST_CHECK int mapstore_node_set_membership(mapstore *ms, const char *id,
+                                                 mapstore_membership m);
 /* Records a heartbeat time. Each call is a synchronous transaction (an
  * fsync): persist heartbeats sparingly (on state changes, or every few
  * seconds), not every heartbeat of every node. Errors: KEEL_EINVAL,
  * KEEL_ENOTFOUND. */
-int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms);
+KEEL_MUST_CHECK int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms);
 
 /* ---- Partitions -------------------------------------------------------- */
 
 /* Fills *out with partition p. Errors: KEEL_ERANGE (p >= P). */
-int mapstore_partition_get(mapstore *ms, unsigned p, mapstore_partition *out);
+KEEL_MUST_CHECK int mapstore_partition_get(mapstore *ms, unsigned p, mapstore_partition *out);
 /* All P partitions, ordered by id: *out is malloc'd (caller frees), *n = P.
  * Errors: KEEL_ENOMEM, KEEL_EIO. */
-int mapstore_partition_list(mapstore *ms, mapstore_partition **out, size_t *n);
+KEEL_MUST_CHECK int mapstore_partition_list(mapstore *ms, mapstore_partition **out, size_t *n);
 /* Gives partition p to node owner (NULL: no owner), +1 epoch, +1 version,
  * in one transaction. The new epoch and version go to *epoch and *version
  * (each may be NULL). Errors: KEEL_ERANGE (p >= P, or epoch/version
  * overflow), KEEL_EINVAL (bad id), KEEL_ENOTFOUND (no such node), KEEL_EEXIST
  * (owner already owns p, or owner is NULL and p is unowned: nothing is
  * bumped). */
-int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner, uint64_t *epoch,
-                                 uint64_t *version);
+KEEL_MUST_CHECK int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner,
+                                                 uint64_t *epoch, uint64_t *version);
 /* Bootstrap placement: gives each listed partition to its owner, +1 to each
  * one's epoch, and +1 to the version once, all in one transaction. Every
  * listed partition must be unowned and listed once; otherwise nothing
@@ -293,10 +296,10 @@ int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner, ui
  * call. The new version goes to *version (may be NULL).
  * Errors: KEEL_ERANGE, KEEL_EINVAL (bad id, partition listed twice),
  * KEEL_ENOTFOUND (no such node), KEEL_EEXIST (a partition already owned). */
-int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
-                             uint64_t *version);
+KEEL_MUST_CHECK int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
+                                             uint64_t *version);
 /* Pins (1) or unpins (0) partition p. Errors: KEEL_ERANGE, KEEL_EINVAL. */
-int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned);
+KEEL_MUST_CHECK int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned);
 
 /* ---- Moves ------------------------------------------------------------- */
 
@@ -307,46 +310,48 @@ int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned);
  * Errors: KEEL_ERANGE, KEEL_EINVAL (bad id or reason; p unowned; `to`
  * already owns p), KEEL_ENOTFOUND (no node `to`), KEEL_EEXIST (p already has
  * a move in flight). */
-int mapstore_move_create(mapstore *ms, unsigned p, const char *to, const char *reason,
-                         int64_t now_ms, uint64_t *id);
+KEEL_MUST_CHECK int mapstore_move_create(mapstore *ms, unsigned p, const char *to,
+                                         const char *reason, int64_t now_ms, uint64_t *id);
 /* Fills *out with move id. Errors: KEEL_ENOTFOUND. */
-int mapstore_move_get(mapstore *ms, uint64_t id, mapstore_move *out);
+KEEL_MUST_CHECK int mapstore_move_get(mapstore *ms, uint64_t id, mapstore_move *out);
 /* Moves ordered by id: all of them, or (unfinished != 0) only those not DONE
  * or ABORTED, which is what a restarted coordinator must resume. *out is
  * malloc'd (caller frees; NULL when *n is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
-int mapstore_move_list(mapstore *ms, int unfinished, mapstore_move **out, size_t *n);
+KEEL_MUST_CHECK int mapstore_move_list(mapstore *ms, int unfinished, mapstore_move **out,
+                                       size_t *n);
 /* Advances move id to state, recording now_ms as the time it entered that
  * state. Only the transitions listed at mapstore_move_state are legal, and
  * COMMITTED is not reachable this way. abort_reason (NULL = "") is recorded
  * when state is ABORTED and must be NULL otherwise.
  * Errors: KEEL_EINVAL (illegal transition, bad reason), KEEL_ENOTFOUND. */
-int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state, int64_t now_ms,
-                          const char *abort_reason);
+KEEL_MUST_CHECK int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state,
+                                          int64_t now_ms, const char *abort_reason);
 /* Records the bytes a move has transferred so far. Errors: KEEL_ERANGE
  * (>= 2^63), KEEL_ENOTFOUND. */
-int mapstore_move_set_bytes(mapstore *ms, uint64_t id, uint64_t bytes);
+KEEL_MUST_CHECK int mapstore_move_set_bytes(mapstore *ms, uint64_t id, uint64_t bytes);
 /* The commit of DESIGN §6 step 5, in one transaction: the move must be
  * FENCED and its partition still owned by move.from at move.epoch; then
  * owner = move.to, epoch + 1, version + 1, and the move becomes COMMITTED at
  * now_ms. New epoch and version go to *epoch and *version (may be NULL).
  * Errors: KEEL_ENOTFOUND, KEEL_EINVAL (not FENCED, or the partition's owner
  * or epoch changed since the move was planned), KEEL_ERANGE. */
-int mapstore_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *epoch,
-                         uint64_t *version);
+KEEL_MUST_CHECK int mapstore_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *epoch,
+                                         uint64_t *version);
 
 /* ---- Settings ---------------------------------------------------------- */
 
 /* Sets name = value (text, NUL-terminated) at now_ms, replacing any old
  * value. Errors: KEEL_EINVAL (bad name, value too long). */
-int mapstore_setting_set(mapstore *ms, const char *name, const char *value, int64_t now_ms);
+KEEL_MUST_CHECK int mapstore_setting_set(mapstore *ms, const char *name, const char *value,
+                                         int64_t now_ms);
 /* Fills *out. Errors: KEEL_EINVAL, KEEL_ENOTFOUND. */
-int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out);
+KEEL_MUST_CHECK int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out);
 /* Removes a setting (back to its default). Errors: KEEL_EINVAL,
  * KEEL_ENOTFOUND. */
-int mapstore_setting_unset(mapstore *ms, const char *name);
+KEEL_MUST_CHECK int mapstore_setting_unset(mapstore *ms, const char *name);
 /* All settings ordered by name; *out malloc'd (caller frees; NULL when *n
  * is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
-int mapstore_setting_list(mapstore *ms, mapstore_setting **out, size_t *n);
+KEEL_MUST_CHECK int mapstore_setting_list(mapstore *ms, mapstore_setting **out, size_t *n);
 
 /* ---- Backend interface (for backend implementations only) --------------
  * A backend implements these on its own state (`impl`). mapstore.c has

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "core/err.h"
+#include "core/failpoint.h"
 
 #define MSQ_APP_ID 1262830924 /* 0x4b45454c, "KEEL": PRAGMA application_id */
 #define MSQ_SCHEMA_VERSION 2  /* PRAGMA user_version; 1 is migrated at open */
@@ -317,6 +318,10 @@ static int in_tx(mapstore *ms, tx_fn fn, void *arg) {
     q->tx_version = q->version;
     if ((rc = step_done(ms, q, stmt(q, ST_BEGIN), "begin"))) return rc;
     if ((rc = fn(ms, q, arg))) goto fail;
+    if (FAILPOINT("mapstore.commit") == FP_ERROR) {
+        rc = mapstore__errf(ms, KEEL_EIO, "commit: failpoint mapstore.commit");
+        goto fail;
+    }
     if ((rc = step_done(ms, q, stmt(q, ST_COMMIT), "commit"))) goto fail;
     q->term = q->tx_term;
     q->version = q->tx_version;

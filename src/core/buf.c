@@ -12,6 +12,7 @@
 void kbuf_init(kbuf *b) {
     b->p = NULL;
     b->len = b->cap = 0;
+    b->oom = 0;
 }
 
 void kbuf_close(kbuf *b) {
@@ -20,14 +21,14 @@ void kbuf_close(kbuf *b) {
 }
 
 int kbuf_reserve(kbuf *b, size_t extra) {
-    if (extra > (size_t)-1 - b->len) return KEEL_ENOMEM;
+    if (extra > (size_t)-1 - b->len) return b->oom = 1, KEEL_ENOMEM;
     size_t need = b->len + extra;
     if (need <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
     char *p = realloc(b->p, cap);
-    if (!p) return KEEL_ENOMEM;
+    if (!p) return b->oom = 1, KEEL_ENOMEM;
     b->p = p;
     b->cap = cap;
     return 0;

@@ -14,6 +14,12 @@ typedef struct kbuf {
     char *p;    /* owned; NULL when cap == 0 */
     size_t len; /* bytes in use, starting at p */
     size_t cap; /* bytes allocated */
+    /* Set by any reserve or append that failed for want of memory, cleared
+     * only by kbuf_init/kbuf_close or by the owner. A writer of a frame in
+     * several appends may leave half a frame behind: an owner that sees oom
+     * must not send the contents as they are (rserver closes the
+     * connection). */
+    int oom;
 } kbuf;
 
 void kbuf_init(kbuf *b);

@@ -43,6 +43,7 @@ directive_verdict directive_admit(directive_guard *g, int from_coordinator, uint
                                   uint64_t seq) {
     if (!from_coordinator) return DIRECTIVE_NOT_COORDINATOR;
     if (g->any && term < g->term) return DIRECTIVE_STALE_TERM;
+    if (g->any && term - g->term > DIRECTIVE_TERM_JUMP_MAX) return DIRECTIVE_TERM_JUMP;
     if (!above_mark(g, term, seq)) return DIRECTIVE_REPLAYED;
     g->any = 1;
     g->term = term;
@@ -53,6 +54,7 @@ directive_verdict directive_admit(directive_guard *g, int from_coordinator, uint
 directive_verdict directive_admit_term(directive_guard *g, int from_coordinator, uint64_t term) {
     if (!from_coordinator) return DIRECTIVE_NOT_COORDINATOR;
     if (g->any && term < g->term) return DIRECTIVE_STALE_TERM;
+    if (g->any && term - g->term > DIRECTIVE_TERM_JUMP_MAX) return DIRECTIVE_TERM_JUMP;
     if (!g->any || term > g->term) {
         g->any = 1;
         g->term = term;

@@ -16,9 +16,16 @@
  * Rules, checked in this order:
  *   1. not from the coordinator connection    -> DIRECTIVE_NOT_COORDINATOR
  *   2. term below the highest term accepted    -> DIRECTIVE_STALE_TERM
- *   3. same term, seq <= last accepted seq     -> DIRECTIVE_REPLAYED
+ *   3. term more than DIRECTIVE_TERM_JUMP_MAX above the highest term
+ *      accepted (once one was)                 -> DIRECTIVE_TERM_JUMP
+ *      (one directive could otherwise raise the guard to near 2^64 and lock
+ *      every later coordinator out; the real coordinator's term rises by
+ *      one per restart, so a node misses more than 1000 restarts only if it
+ *      was away for all of them - it then needs its directive mark cleared
+ *      by an operator, docs/security.md)
+ *   4. same term, seq <= last accepted seq     -> DIRECTIVE_REPLAYED
  *      (a replay or a reordering; both are dropped)
- *   4. otherwise accept; a higher term replaces the highest term and starts a
+ *   5. otherwise accept; a higher term replaces the highest term and starts a
  *      new sequence window at seq.
  * A rejected directive never changes the guard. Consequently no (term, seq)
  * is accepted twice and accepted terms never decrease.
@@ -38,7 +45,11 @@
     X(ACCEPT, "accepted")                                                                          \
     X(NOT_COORDINATOR, "not-coordinator")                                                          \
     X(STALE_TERM, "stale-term")                                                                    \
-    X(REPLAYED, "replayed-directive")
+    X(REPLAYED, "replayed-directive")                                                              \
+    X(TERM_JUMP, "term-jump")
+
+/* How far one directive may raise the term over the highest one accepted. */
+#define DIRECTIVE_TERM_JUMP_MAX 1000u
 
 /* DIRECTIVE_ACCEPT is 0; every other verdict is a reason to drop. */
 typedef enum {
@@ -62,7 +73,7 @@ directive_verdict directive_admit(directive_guard *g, int from_coordinator, uint
 
 /* Admission of a directive that carries a term but no sequence number: the
  * move directives, which are idempotent by move id, so a repeat is harmless
- * and must be answered again rather than dropped. Rules 1 and 2 above; a
+ * and must be answered again rather than dropped. Rules 1 to 3 above; a
  * higher term is accepted and becomes the highest term (with seq 0, so the
  * new coordinator's numbered directives still pass). */
 directive_verdict directive_admit_term(directive_guard *g, int from_coordinator, uint64_t term);

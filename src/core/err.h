@@ -30,6 +30,11 @@ enum {
         KEEL_ELAST_
 };
 
+/* On a call whose result must not be ignored: every store and map store
+ * call, whose errors are durability errors (issue 10, defect 5). The build
+ * turns the warning into an error (-Werror=unused-result). */
+#define KEEL_MUST_CHECK __attribute__((warn_unused_result))
+
 /* Static message for a KEEL_E* code (or "unknown error"). Never NULL. */
 const char *keel_strerror(int code);
 /* Static upper-case name such as "KEEL_ENOMEM". Never NULL. */

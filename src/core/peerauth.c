@@ -20,6 +20,7 @@
  */
 #include "core/peerauth.h"
 #include "core/err.h"
+#include "core/id.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -233,12 +234,7 @@ int peerauth_secret_load(const char *path, peerauth_secret *out, char *err, size
 /* ---- Handshake --------------------------------------------------------- */
 
 int peerauth_id_valid(const char *id, size_t len) {
-    if (!id || len == 0 || len > PEERAUTH_ID_MAX) return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)id[i];
-        if (c <= ' ' || c > '~' || c == ',' || c == ':' || c == '@') return 0;
-    }
-    return 1;
+    return len <= PEERAUTH_ID_MAX && keel_id_valid(id, len); /* the one id rule */
 }
 
 static const char *const reason_names[] = {
@@ -300,6 +296,21 @@ static uint8_t *put_id(uint8_t *p, const char *id, size_t len) {
     *p++ = (uint8_t)len;
     memcpy(p, id, len);
     return p + len;
+}
+
+int peerauth_binding(const peerauth *a, uint8_t *out, size_t *n) {
+    *n = 0;
+    if (!peerauth_is_authenticated(a)) return KEEL_EPROTO;
+    int client = a->role == PEERAUTH_CLIENT;
+    uint8_t *p = out;
+    p = client ? put_id(p, a->self_id, a->self_len) : put_id(p, a->peer_id, a->peer_len);
+    p = client ? put_id(p, a->peer_id, a->peer_len) : put_id(p, a->self_id, a->self_len);
+    memcpy(p, client ? a->my_nonce : a->peer_nonce, PEERAUTH_NONCE_LEN);
+    p += PEERAUTH_NONCE_LEN;
+    memcpy(p, client ? a->peer_nonce : a->my_nonce, PEERAUTH_NONCE_LEN);
+    p += PEERAUTH_NONCE_LEN;
+    *n = (size_t)(p - out);
+    return 0;
 }
 
 /* The proof this side sends (mine = 1) or expects from the peer (mine = 0):

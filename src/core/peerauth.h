@@ -126,8 +126,8 @@ typedef struct peerauth_proof {
 
 typedef struct peerauth peerauth;
 
-/* Returns 1 if id[0..len) is a valid peer id: 1..PEERAUTH_ID_MAX printable
- * ASCII characters other than space and ",:@" (the node's --id rule). */
+/* Returns 1 if id[0..len) is a valid peer id: the one id rule of core/id.h,
+ * [A-Za-z0-9._-]{1,64} (the node's --id rule too). */
 int peerauth_id_valid(const char *id, size_t len);
 
 /* Creates one side of a handshake. self_id is our own id (copied; must pass
@@ -166,6 +166,15 @@ int peerauth_client_challenge(peerauth *a, const char *id, size_t idlen, const c
  * characters), KEEL_EPROTO (wrong state or role, or a wrong proof) or
  * KEEL_ENOMEM; any error kills the object. */
 int peerauth_server_proof(peerauth *a, const char *proof_hex, size_t prooflen);
+
+/* Bytes that name one completed handshake: lp(id_c) || lp(id_s) || nonce_c
+ * || nonce_s (the client's id and nonce first, whichever side asks). Fresh
+ * nonces make it unique to the connection, so a signature over it (the
+ * coordinator key, core/coordkey.h) cannot be replayed on another one. */
+#define PEERAUTH_BINDING_MAX (2 * (1 + PEERAUTH_ID_MAX) + 2 * PEERAUTH_NONCE_LEN)
+/* Writes the binding into out (PEERAUTH_BINDING_MAX bytes) and its length
+ * into *n. Returns 0, or KEEL_EPROTO before the handshake has succeeded. */
+int peerauth_binding(const peerauth *a, uint8_t *out, size_t *n);
 
 /* 1 once this side has verified the peer's proof, else 0. */
 int peerauth_is_authenticated(const peerauth *a);

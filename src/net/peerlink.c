@@ -1,12 +1,15 @@
 /* peerlink.c - see peerlink.h.
  *
  *   DIAL --connected--> HELLO --challenge proven--> PROOF --+OK--> READY
+ *                                                     |  (with cbs.sign)
+ *                                                     +--+OK--> COORD --+OK--> READY
  *     any failure, error reply or disconnect -----------------------> DOWN
  *
  * The struct lives until both the owner has closed it and hiredis has let go
  * of the context (refs), so no hiredis callback ever sees freed memory.
  */
 #include "net/peerlink.h"
+#include "core/coordkey.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "net/hiredis_uv.h"
@@ -17,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { S_DIAL, S_HELLO, S_PROOF, S_READY, S_DOWN } link_state;
+typedef enum { S_DIAL, S_HELLO, S_PROOF, S_COORD, S_READY, S_DOWN } link_state;
 
 struct peerlink {
     redisAsyncContext *ac;
@@ -80,12 +83,42 @@ static void go_down(peerlink *l, const char *why) {
     if (!l->closed && l->cbs.on_down) l->cbs.on_down(l->arg, l, why);
 }
 
+static void become_ready(peerlink *l) {
+    l->state = S_READY;
+    stop_timer(l);
+    if (!l->closed && l->cbs.on_ready) l->cbs.on_ready(l->arg, l);
+}
+
+static void on_coord(redisAsyncContext *ac, void *reply, void *priv) {
+    peerlink *l = ac->data;
+    redisReply *r = reply;
+    if (!l || l->state != S_COORD) return;
+    if (!r || r->type != REDIS_REPLY_STATUS) {
+        go_down(l, r && r->type == REDIS_REPLY_ERROR ? r->str : "coordinator-key-refused");
+        return;
+    }
+    become_ready(l);
+}
+
 static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
     peerlink *l = ac->data;
     redisReply *r = reply;
     if (!l || l->state != S_PROOF) return;
     if (!r || r->type != REDIS_REPLY_STATUS) {
         go_down(l, r && r->type == REDIS_REPLY_ERROR ? r->str : "auth-refused");
+        return;
+    }
+    if (l->cbs.sign) { /* the coordinator: prove the key too */
+        unsigned char b[PEERAUTH_BINDING_MAX];
+        size_t n;
+        char sig[COORDKEY_SIG_HEX + 1];
+        if (peerauth_binding(l->pa, b, &n) || l->cbs.sign(l->arg, b, n, sig)) {
+            go_down(l, "coordinator-key-sign-failed");
+            return;
+        }
+        const char *argv[] = {"KEEL.AUTH", "COORD", sig};
+        l->state = S_COORD;
+        redisAsyncCommandArgv(ac, on_coord, NULL, 3, argv, NULL);
         return;
     }
     l->state = S_READY;

@@ -31,6 +31,11 @@ typedef struct peerlink peerlink;
 typedef struct peerlink_cbs {
     void (*on_ready)(void *arg, peerlink *l);
     void (*on_down)(void *arg, peerlink *l, const char *why);
+    /* Optional (the coordinator): after the secret handshake, the link also
+     * proves the coordinator key with KEEL.AUTH COORD <sig> before it is
+     * ready. Signs the handshake binding (peerauth_binding) into sig_hex
+     * (129 bytes); returns 0 or a negative KEEL_E*. */
+    int (*sign)(void *arg, const unsigned char *binding, size_t n, char *sig_hex);
 } peerlink_cbs;
 
 /* reply is NULL when the link went down before the reply arrived. It is

@@ -20,16 +20,31 @@
 #include "core/peerauth.h"
 #include "net/rserver.h"
 
+/* The id only the coordinator may hold: proving it takes the cluster secret
+ * and, where a coordinator key is pinned, a signature with that key
+ * (core/coordkey.h). */
+#define PEERSERVE_COORDINATOR_ID "coordinator"
+
 typedef struct peer_conn {
     peerauth *pa;
     char peer_id[PEERAUTH_ID_MAX + 1]; /* set once authenticated */
+    int coord_pending; /* proved "coordinator" with the secret; the key proof is due */
 } peer_conn;
 
 /* Runs one KEEL.AUTH step for client c and appends its reply to c->out:
  * the challenge, +OK, or an error (after which c is closed: one guess per
- * connection). self_id is the id we prove; argv[0] is "KEEL.AUTH". */
+ * connection). self_id is the id we prove; argv[0] is "KEEL.AUTH".
+ *
+ * coord_pub: NULL where no peer may be the coordinator by key (the
+ * coordinator itself), else the pinned coordinator public key in hex ("" if
+ * none is pinned yet). A peer that proves the id "coordinator" with the
+ * secret is then not yet authenticated: it must send KEEL.AUTH COORD <sig>,
+ * an Ed25519 signature of this handshake's binding with the pinned key
+ * (label "client", core/coordkey.h). Without a pinned key, or with a wrong
+ * signature, it is refused and the connection closed: the secret alone
+ * never makes a peer the coordinator. */
 void peerserve_auth(peer_conn *p, client *c, const char *self_id, const peerauth_secret *secret,
-                    int argc, char **argv, const size_t *len);
+                    const char *coord_pub, int argc, char **argv, const size_t *len);
 /* The proven peer id, or NULL while the handshake has not succeeded. */
 const char *peerserve_peer(const peer_conn *p);
 /* Logs a handshake the peer abandoned, and frees the handshake state. */

@@ -189,13 +189,24 @@ static void protocol_error(client *c, const char *msg) {
 static void client_dispatch(client *c) {
     rserver *rs = c->rs;
     size_t before = c->out.len;
+    c->out.oom = 0;
     int rc = rs->ops->dispatch(rs->arg, c, resp_req_argc(c->parser), resp_req_argv(c->parser),
                                resp_req_argvlen(c->parser));
+    if (c->out.oom) {
+        /* A writer ran out of memory mid-reply: what follows "before" may be
+         * half a reply, and sending it would desynchronise the client. Drop
+         * it, let the complete replies before it leave, and close. */
+        c->out.len = before;
+        c->out.oom = 0;
+        c->held = 0;
+        keel_log(KEEL_LOG_WARN, "reply_out_of_memory", "addr=%s action=close", c->addr);
+        rserver_close_after_reply(c);
+        return;
+    }
     if (rc == RSERVER_HOLD) {
         assert(c->out.len == before); /* a held request has no reply yet */
         c->held = 1;
     }
-    (void)before;
 }
 
 /* Parses and dispatches requests from buf[0..len) until the bytes run out, a

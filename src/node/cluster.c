@@ -8,8 +8,10 @@
  * map it had even while the coordinator is unreachable (DESIGN §5).
  */
 #include "node/cluster.h"
+#include "core/coordkey.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/num.h"
 #include "node/coordlink.h"
 #include "node/cmd.h" /* CLASS_READ, CLASS_WRITE */
 #include "node/move.h"
@@ -29,24 +31,38 @@ static int parse_map(const char *json, size_t len, keel_map *m, char *err, size_
     return rc;
 }
 
-/* The directive high-water mark, persisted with each admitted map. */
-static void save_mark(server *s, uint64_t term, uint64_t seq) {
+/* The directive high-water mark, persisted with each admitted map before
+ * the map is acted on. Returns 0 or the store's KEEL_E* (logged). */
+KEEL_MUST_CHECK static int save_mark(server *s, uint64_t term, uint64_t seq) {
     char mark[48];
     int n =
         snprintf(mark, sizeof mark, "%llu %llu", (unsigned long long)term, (unsigned long long)seq);
-    if (store_meta_put(s->st, "directive_mark", mark, (size_t)n))
-        keel_log(KEEL_LOG_ERROR, "directive_mark_persist_failed", "term=%llu seq=%llu",
-                 (unsigned long long)term, (unsigned long long)seq);
+    int rc = store_meta_put(s->st, "directive_mark", mark, (size_t)n);
+    if (rc)
+        keel_log(KEEL_LOG_ERROR, "directive_mark_persist_failed", "term=%llu seq=%llu error=\"%s\"",
+                 (unsigned long long)term, (unsigned long long)seq, keel_strerror(rc));
+    return rc;
 }
 
-static void load_mark(server *s, coordlink_config *lc) {
+/* Loads the mark into lc. No mark is 0 (a new node); a read error or a mark
+ * that does not parse is an error, never "no mark": the guard would then
+ * accept a replayed directive. */
+KEEL_MUST_CHECK static int load_mark(server *s, coordlink_config *lc, char *err, size_t cap) {
     char *v = NULL;
     size_t len = 0;
-    unsigned long long t, q;
-    if (store_meta_get(s->st, "directive_mark", &v, &len) == 0 &&
-        sscanf(v, "%llu %llu", &t, &q) == 2)
-        lc->last_term = t, lc->last_seq = q;
+    int rc = store_meta_get(s->st, "directive_mark", &v, &len);
+    if (rc == KEEL_ENOTFOUND) return 0;
+    if (rc) return snprintf(err, cap, "cannot read the directive mark: %s", keel_strerror(rc)), rc;
+    char *sp = memchr(v, ' ', len);
+    uint64_t t, q;
+    rc = !sp || keel_parse_u64(v, (size_t)(sp - v), &t) ||
+                 keel_parse_u64(sp + 1, len - (size_t)(sp - v) - 1, &q)
+             ? KEEL_ECORRUPT
+             : 0;
     free(v);
+    if (rc) return snprintf(err, cap, "the directive mark in the data directory is corrupt"), rc;
+    lc->last_term = t, lc->last_seq = q;
+    return 0;
 }
 
 int node_install_map(server *s, const char *json, size_t len, char *err, size_t cap) {
@@ -83,7 +99,9 @@ int node_install_map(server *s, const char *json, size_t len, char *err, size_t 
 
 static void on_map(void *arg, const char *json, size_t len, uint64_t term, uint64_t seq) {
     server *s = arg;
-    save_mark(s, term, seq);
+    /* Unrecorded, the directive could be replayed after a restart: do not
+     * act on it. The coordinator sends the map again, as a new directive. */
+    if (save_mark(s, term, seq)) return;
     if (!s->pt) { /* start-up: keep the first one for node_cluster_start */
         s->first_map.len = 0;
         kbuf_append(&s->first_map, json, len);
@@ -93,6 +111,42 @@ static void on_map(void *arg, const char *json, size_t len, uint64_t term, uint6
     char err[256];
     if (node_install_map(s, json, len, err, sizeof err) < 0)
         keel_log(KEEL_LOG_WARN, "map_rejected", "reason=\"%s\"", err);
+}
+
+/* The coordinator key, pinned at the first join (coordlink): durable before
+ * the link goes on, so a restart still refuses any other key. */
+#define COORD_PUB_META "coord_pubkey"
+
+static int pin_coord_key(void *arg, const char *pub_hex) {
+    server *s = arg;
+    if (!coordkey_pub_valid(pub_hex, strlen(pub_hex))) return KEEL_EINVAL;
+    int rc = store_meta_put(s->st, COORD_PUB_META, pub_hex, strlen(pub_hex));
+    if (rc) {
+        keel_log(KEEL_LOG_ERROR, "coordinator_key_persist_failed", "error=\"%s\"",
+                 keel_strerror(rc));
+        return rc;
+    }
+    snprintf(s->coord_pub, sizeof s->coord_pub, "%s", pub_hex);
+    return 0;
+}
+
+/* Loads the pinned key into s->coord_pub ("" when none is pinned yet). */
+KEEL_MUST_CHECK static int load_coord_key(server *s, char *err, size_t cap) {
+    char *v = NULL;
+    size_t len = 0;
+    s->coord_pub[0] = 0;
+    int rc = store_meta_get(s->st, COORD_PUB_META, &v, &len);
+    if (rc == KEEL_ENOTFOUND) return 0;
+    if (rc)
+        return snprintf(err, cap, "cannot read the pinned coordinator key: %s", keel_strerror(rc)),
+               rc;
+    if (!coordkey_pub_valid(v, len)) {
+        free(v);
+        return snprintf(err, cap, "the pinned coordinator key is corrupt"), KEEL_ECORRUPT;
+    }
+    snprintf(s->coord_pub, sizeof s->coord_pub, "%s", v);
+    free(v);
+    return 0;
 }
 
 static uint64_t map_version(void *arg) {
@@ -159,11 +213,19 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
                            .rack = s->cfg.rack,
                            .capacity = s->cfg.capacity,
                            .heartbeat_ms = 1000};
-    coordlink_cbs cbs = {.on_map = on_map, .metrics = metrics_json, .map_version = map_version};
-    load_mark(s, &lc);
+    coordlink_cbs cbs = {.on_map = on_map,
+                         .metrics = metrics_json,
+                         .map_version = map_version,
+                         .pin = pin_coord_key};
+    if ((rc = load_mark(s, &lc, err, cap))) return rc;
+    if ((rc = load_coord_key(s, err, cap))) return rc;
+    lc.coord_pub = s->coord_pub;
     char *saved = NULL;
     size_t len = 0;
-    if (store_meta_get(s->st, "map", &saved, &len) == 0) {
+    rc = store_meta_get(s->st, "map", &saved, &len);
+    if (rc && rc != KEEL_ENOTFOUND) /* an I/O error is not "no map yet" */
+        return snprintf(err, cap, "cannot read the saved map: %s", keel_strerror(rc)), rc;
+    if (rc == 0) {
         rc = parse_map(saved, len, m, err, cap);
         free(saved);
         if (rc) return rc;
@@ -182,9 +244,12 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
     if (!s->have_first_map)
         return snprintf(err, cap, "stopped before the first map arrived"), KEEL_EAGAIN;
     if ((rc = parse_map(s->first_map.p, s->first_map.len, m, err, cap))) return rc;
-    if (store_meta_put(s->st, "map", s->first_map.p, s->first_map.len))
+    if ((rc = store_meta_put(s->st, "map", s->first_map.p, s->first_map.len))) {
         keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu",
                  (unsigned long long)m->version);
+        keel_map_close(m);
+        return snprintf(err, cap, "cannot persist the first map: %s", keel_strerror(rc)), rc;
+    }
     kbuf_close(&s->first_map);
     keel_log(KEEL_LOG_INFO, "map_loaded", "version=%llu source=coordinator",
              (unsigned long long)m->version);

@@ -238,6 +238,7 @@ void cmd_cluster_getkeysinslot(cmd_ctx *x) {
     else {
         resp_w_array(x->out, a.n);
         kbuf_append(x->out, tmp.p, tmp.len);
+        if (tmp.oom) x->out->oom = 1; /* a key is missing: not a reply to send */
     }
     kbuf_close(&tmp);
 }

@@ -51,7 +51,10 @@ static int finish(cmd_ctx *x, store_txn *t, int rc) {
         fail(x, t, rc);
         return -1;
     }
-    store_txn_commit(t);
+    if ((rc = store_txn_commit(t))) { /* only KEEL_EINVAL: no txn open */
+        reply_errf(x, "ERR storage error: %s", keel_strerror(rc));
+        return -1;
+    }
     return 0;
 }
 

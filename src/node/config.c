@@ -3,6 +3,8 @@
  * validates the value and reports a precise error. */
 #include "node/config.h"
 #include "core/err.h"
+#include "core/id.h"
+#include "core/num.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -24,10 +26,8 @@ void node_config_default(node_config *c) {
 }
 
 static int parse_ll(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return KEEL_EINVAL;
+    int64_t v;
+    if (keel_parse_i64z(s, &v) || v < lo || v > hi) return KEEL_EINVAL;
     *out = v;
     return 0;
 }
@@ -89,8 +89,8 @@ static int f_pass(node_config *c, const char *v, char *e, size_t n) {
     return set_str(c->requirepass, sizeof c->requirepass, "--requirepass", v, e, n);
 }
 static int f_id(node_config *c, const char *v, char *e, size_t n) {
-    if (strpbrk(v, " \t\r\n,:@")) {
-        snprintf(e, n, "--id must not contain spaces or any of ,:@");
+    if (!keel_id_validz(v) || strlen(v) > KEEL_ID_MAX) {
+        snprintf(e, n, "--id must match " KEEL_ID_RULE ", got '%.80s'", v);
         return KEEL_EINVAL;
     }
     return set_str(c->id, sizeof c->id, "--id", v, e, n);

@@ -1,33 +1,37 @@
 /* coordlink.c - see coordlink.h. A small state machine over hiredis async:
  *
- *   DOWN --dial--> HELLO --challenge ok--> PROOF --+OK--> REGISTER --+OK--> READY
- *     ^                                                                   |
+ *   DOWN --dial--> HELLO --challenge ok--> PROOF --+OK--> COORDKEY --key ok--> REGISTER --+OK-->
+ * READY ^                                                                   |
  *     +------ any error, reply error or disconnect (redial after 1 s) ----+
  *
  * READY sends KEEL.HEARTBEAT every heartbeat_ms, one at a time.
  */
 #include "node/coordlink.h"
+#include "core/coordkey.h"
 #include "core/directive.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/clock.h"
 #include "net/hiredis_uv.h"
 #include "net/peerlink.h"
+#include "net/replyshape.h"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define REDIAL_MS 1000
 
-typedef enum { L_DOWN, L_HELLO, L_PROOF, L_REGISTER, L_READY } link_state;
+typedef enum { L_DOWN, L_HELLO, L_PROOF, L_COORDKEY, L_REGISTER, L_READY } link_state;
 
 struct coordlink {
     uv_loop_t *loop;
     coordlink_config cfg;
     char host[256], self_id[65], adv_host[256], rack[65];
+    char pinned[COORDKEY_PUB_HEX + 1]; /* the coordinator key, "" until the first join */
     peerauth_secret secret;
     coordlink_cbs cbs;
     void *arg;
@@ -58,6 +62,51 @@ static int send_argv(coordlink *l, redisCallbackFn *cb, int argc, const char **a
 static void on_register(redisAsyncContext *ac, void *r, void *priv);
 static void on_heartbeat(redisAsyncContext *ac, void *r, void *priv);
 
+static void send_register(coordlink *l) {
+    char port[16], cap[32];
+    snprintf(port, sizeof port, "%d", l->cfg.adv_port);
+    snprintf(cap, sizeof cap, "%g", l->cfg.capacity);
+    const char *argv[] = {"KEEL.REGISTER", l->adv_host, port, l->rack[0] ? l->rack : "-", cap};
+    l->state = L_REGISTER;
+    send_argv(l, on_register, 5, argv);
+}
+
+/* [public-key, signature]: the coordinator's key proof for this handshake. */
+static void on_coordkey(redisAsyncContext *ac, void *reply, void *priv) {
+    coordlink *l = priv;
+    if (l->stopping || l->state == L_DOWN) return;
+    redisReply *r = reply;
+    uint8_t b[PEERAUTH_BINDING_MAX];
+    size_t n;
+    if (!reply_shape(r, "ss") || peerauth_binding(l->pa, b, &n) ||
+        coordkey_verify(r->element[0]->str, r->element[0]->len, "server", b, n, r->element[1]->str,
+                        r->element[1]->len)) {
+        keel_log(KEEL_LOG_WARN, "coordinator_refused", "coord=%s:%d reason=key-not-proven", l->host,
+                 l->cfg.port);
+        link_fail(l, "coordinator-key-not-proven",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no valid key proof");
+        return;
+    }
+    const char *pub = r->element[0]->str;
+    if (l->pinned[0] && strcasecmp(pub, l->pinned) != 0) {
+        keel_log(KEEL_LOG_WARN, "coordinator_refused", "coord=%s:%d reason=key-mismatch key=%.16s",
+                 l->host, l->cfg.port, pub);
+        link_fail(l, "coordinator-key-mismatch", "not the pinned coordinator key");
+        return;
+    }
+    if (!l->pinned[0]) {
+        int rc = l->cbs.pin ? l->cbs.pin(l->arg, pub) : 0;
+        if (rc) {
+            link_fail(l, "coordinator-key-pin-failed", keel_strerror(rc));
+            return;
+        }
+        snprintf(l->pinned, sizeof l->pinned, "%s", pub);
+        keel_log(KEEL_LOG_INFO, "coordinator_key_pinned", "coord=%s:%d key=%s", l->host,
+                 l->cfg.port, l->pinned);
+    }
+    send_register(l);
+}
+
 static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
     coordlink *l = priv;
     if (l->stopping || l->state == L_DOWN) return;
@@ -66,12 +115,9 @@ static void on_proof(redisAsyncContext *ac, void *reply, void *priv) {
         link_fail(l, "auth-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
         return;
     }
-    char port[16], cap[32];
-    snprintf(port, sizeof port, "%d", l->cfg.adv_port);
-    snprintf(cap, sizeof cap, "%g", l->cfg.capacity);
-    const char *argv[] = {"KEEL.REGISTER", l->adv_host, port, l->rack[0] ? l->rack : "-", cap};
-    l->state = L_REGISTER;
-    send_argv(l, on_register, 5, argv);
+    const char *argv[] = {"KEEL.AUTH", "COORDKEY"};
+    l->state = L_COORDKEY;
+    send_argv(l, on_coordkey, 2, argv);
 }
 
 static void on_challenge(redisAsyncContext *ac, void *reply, void *priv) {
@@ -221,8 +267,8 @@ static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
     if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
     l->hb_in_flight = 0;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER) {
+    /* [term, seq, version, map-json | nil] */
+    if (!reply_shape(r, "iiiS") || r->element[0]->integer < 0 || r->element[1]->integer < 0) {
         link_fail(l, "heartbeat-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
         return;
     }
@@ -277,6 +323,8 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
     snprintf(l->self_id, sizeof l->self_id, "%s", cfg->self_id);
     snprintf(l->adv_host, sizeof l->adv_host, "%s", cfg->adv_host);
     snprintf(l->rack, sizeof l->rack, "%s", cfg->rack ? cfg->rack : "");
+    snprintf(l->pinned, sizeof l->pinned, "%s", cfg->coord_pub ? cfg->coord_pub : "");
+    l->cfg.coord_pub = NULL; /* copied above */
     if (l->cfg.heartbeat_ms <= 0) l->cfg.heartbeat_ms = 1000;
     l->secret = *secret;
     l->cbs = *cbs;

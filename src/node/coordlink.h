@@ -2,7 +2,10 @@
  *
  * The node dials the coordinator, proves the cluster secret with the mutual
  * KEEL.AUTH handshake (core/peerauth: the coordinator must prove it too, as
- * id "coordinator"), registers with KEEL.REGISTER, then heartbeats every
+ * id "coordinator"), then asks the coordinator to prove its Ed25519 key
+ * (KEEL.AUTH COORDKEY: a signature of this handshake, core/coordkey.h) -
+ * pinning the key at the first join, refusing any other key later - then
+ * registers with KEEL.REGISTER and heartbeats every
  * heartbeat_ms with its metrics. A heartbeat reply carries the map whenever
  * the node's is older: that is a directive (term, seq), admitted through a
  * directive_guard (invariant I3: only this authenticated connection, never a
@@ -33,6 +36,7 @@ typedef struct coordlink_config {
     double capacity;
     int heartbeat_ms;
     uint64_t last_term, last_seq; /* the last directive admitted before a restart; 0 0 = none */
+    const char *coord_pub;        /* the pinned coordinator key (hex), "" or NULL = none yet */
 } coordlink_config;
 
 typedef struct coordlink_cbs {
@@ -44,6 +48,10 @@ typedef struct coordlink_cbs {
     void (*metrics)(void *arg, kbuf *out);
     /* The map version the node holds (heartbeats ask for newer ones). */
     uint64_t (*map_version)(void *arg);
+    /* First join: the coordinator proved the key pub_hex (64 hex), and no
+     * key was pinned. Persist it durably and return 0, or a KEEL_E* to drop
+     * the link (it redials). Later links must prove this same key. */
+    int (*pin)(void *arg, const char *pub_hex);
 } coordlink_cbs;
 
 /* Starts dialling. Strings in cfg are copied; *secret is copied. Returns

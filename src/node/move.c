@@ -28,8 +28,11 @@
 #include "core/err.h"
 #include "core/failpoint.h"
 #include "core/log.h"
+#include "core/id.h"
+#include "core/num.h"
 #include "core/tbucket.h"
 #include "net/peerlink.h"
+#include "net/replyshape.h"
 #include "node/cluster.h"
 #include "node/coordlink.h"
 #include "resp/resp.h"
@@ -184,8 +187,9 @@ static uint64_t now_ms_mono(void) {
 
 /* ---- Persisted partition states ------------------------------------------- */
 
-static int persist(moves *mv, unsigned p, const char *state, uint64_t m, uint64_t epoch,
-                   const char *peer) {
+/* Writes part/<p> durably. Returns 0 or the store's KEEL_E* (logged). */
+KEEL_MUST_CHECK static int persist(moves *mv, unsigned p, const char *state, uint64_t m,
+                                   uint64_t epoch, const char *peer) {
     char name[32], val[160];
     snprintf(name, sizeof name, "part/%u", p);
     int n = snprintf(val, sizeof val, "%s %llu %llu %s", state, (unsigned long long)m,
@@ -197,18 +201,37 @@ static int persist(moves *mv, unsigned p, const char *state, uint64_t m, uint64_
     return rc;
 }
 
-/* Reads part/<p>: 1 with the fields filled, 0 if there is no move record. */
-static int load_state(moves *mv, unsigned p, char *state, size_t cap, uint64_t *m, uint64_t *e) {
+/* Reads part/<p>: 1 with the fields filled, 0 if there is no move record
+ * (none, or NONE), or a negative KEEL_E*: the store could not be read
+ * (KEEL_EIO, KEEL_ENOMEM) or the record is not one persist() writes
+ * (KEEL_ECORRUPT). An error is never "no record": a FENCED partition read
+ * as unrecorded would serve. Logged. */
+KEEL_MUST_CHECK static int load_state(moves *mv, unsigned p, char *state, size_t cap, uint64_t *m,
+                                      uint64_t *e) {
     char name[32], *v = NULL;
     size_t len = 0;
     snprintf(name, sizeof name, "part/%u", p);
-    if (store_meta_get(mv->s->st, name, &v, &len)) return 0;
-    char buf[160], st[16];
+    int rc = store_meta_get(mv->s->st, name, &v, &len);
+    if (rc == KEEL_ENOTFOUND) return 0;
+    if (rc) {
+        keel_log(KEEL_LOG_ERROR, "move_state_load_failed", "partition=%u error=\"%s\"", p,
+                 keel_strerror(rc));
+        return rc;
+    }
+    /* "STATE m epoch peer", as persist() writes it. */
+    char buf[160], *f[4] = {0}, *save = NULL;
     snprintf(buf, sizeof buf, "%.*s", (int)len, v);
     free(v);
-    unsigned long long mm, ee;
-    if (sscanf(buf, "%15s %llu %llu", st, &mm, &ee) != 3 || !strcmp(st, "NONE")) return 0;
-    snprintf(state, cap, "%s", st);
+    int nf = 0;
+    for (char *t = strtok_r(buf, " ", &save); t && nf < 4; t = strtok_r(NULL, " ", &save))
+        f[nf++] = t;
+    uint64_t mm, ee;
+    if (nf < 3 || strlen(f[0]) >= 16 || keel_parse_u64z(f[1], &mm) || keel_parse_u64z(f[2], &ee)) {
+        keel_log(KEEL_LOG_ERROR, "move_state_corrupt", "partition=%u len=%zu", p, len);
+        return KEEL_ECORRUPT;
+    }
+    if (!strcmp(f[0], "NONE")) return 0;
+    snprintf(state, cap, "%s", f[0]);
     *m = mm, *e = ee;
     return 1;
 }
@@ -372,7 +395,11 @@ static void out_close_cb(uv_handle_t *h) {
 static void out_end(moves *mv, out_move *o) {
     for (int i = 0; i < MOVES_MAX; i++)
         if (mv->out[i] == o) mv->out[i] = NULL;
-    if (o->capture >= 0) store_capture_stop(mv->s->st, o->capture);
+    /* A failed stop is a failed turn write: the store is failed (sticky)
+     * and the node stops at the end of this turn. */
+    if (o->capture >= 0 && store_capture_stop(mv->s->st, o->capture))
+        keel_log(KEEL_LOG_ERROR, "move_capture_stop_failed", "move=%llu",
+                 (unsigned long long)o->id);
     o->capture = -1;
     store_snapshot_free(o->snap);
     o->snap = NULL;
@@ -502,7 +529,7 @@ static int apply_chunk(in_move *in, const char *p, size_t n, int changes, uint64
         if (v && !changes) in->keys++;
         off += used;
     }
-    store_txn_commit_lazy(t); /* no fsync per turn: VERIFY makes the copy durable */
+    if (store_txn_commit_lazy(t)) goto bad; /* no fsync per turn: VERIFY makes it durable */
     in->bytes += n;
     in->mv->st.bytes_received += n;
     return 0;
@@ -522,8 +549,8 @@ static void wake_verifier(in_move *in) {
 static void on_changes(void *arg, void *tag, redisReply *r) {
     in_move *in = tag;
     if (in->phase != IN_CATCHUP) return;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 5 ||
-        r->element[4]->type != REDIS_REPLY_STRING) {
+    /* [last-pos, fence-pos | -1, backlog-bytes | -1, backlog-ms, records] */
+    if (!reply_shape(r, "iiiis")) {
         in_fail(in, r && r->type == REDIS_REPLY_ERROR ? "source-refused" : "source-unreachable");
         return;
     }
@@ -567,8 +594,7 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
     in_move *in = tag;
     if (in->phase != IN_COPY) return;
     in->pulls--;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[1]->type != REDIS_REPLY_STRING) {
+    if (!reply_shape(r, "Ss")) { /* ["more" | nil, records] */
         in_fail(in, r && r->type == REDIS_REPLY_ERROR ? "source-refused" : "source-unreachable");
         return;
     }
@@ -581,7 +607,7 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
         in_fail(in, "failpoint");
         return;
     }
-    if (r->element[0]->type != REDIS_REPLY_STRING) in->copied = 1;
+    if (r->element[0]->type == REDIS_REPLY_NIL) in->copied = 1;
     if (in->copied && in->pulls == 0) { /* every reply in: the snapshot is here */
         in->phase = IN_CATCHUP;
         in->best_backlog = UINT64_MAX;
@@ -674,13 +700,10 @@ static void d_err(dctx *x, const char *fmt, ...) {
     resp_w_error(&x->c->out, msg);
 }
 
+/* Argument i as a strict u64 (core/num.h): -1 if absent or not one. */
 static int arg_u64(dctx *x, int i, uint64_t *out) {
-    char *end;
-    if (i >= x->argc || !x->len[i]) return -1;
-    unsigned long long v = strtoull(x->argv[i], &end, 10);
-    if (*end || x->argv[i][0] == '-') return -1;
-    *out = v;
-    return 0;
+    if (i >= x->argc) return -1;
+    return keel_parse_u64(x->argv[i], x->len[i], out) ? -1 : 0;
 }
 
 static int ok_partition(dctx *x, uint64_t p) {
@@ -693,7 +716,7 @@ static int d_out(dctx *x) {
     server *s = mv->s;
     uint64_t m, p, e, rate;
     if (x->argc != 7 || arg_u64(x, 2, &m) || arg_u64(x, 3, &p) || arg_u64(x, 4, &e) ||
-        arg_u64(x, 6, &rate) || !ok_partition(x, p)) {
+        arg_u64(x, 6, &rate) || !ok_partition(x, p) || !keel_id_valid(x->argv[5], x->len[5])) {
         d_err(x, "ERR bad KEEL.MOVE.OUT: term move partition epoch destination rate");
         return 0;
     }
@@ -735,8 +758,12 @@ static int d_out(dctx *x) {
     o->capture = store_capture_start(s->st, lo, hi, on_change, o);
     o->snap = o->capture >= 0 ? store_snapshot_new(s->st) : NULL;
     if (!o->snap) {
-        if (o->capture >= 0) store_capture_stop(s->st, o->capture);
-        persist(mv, o->p, "NONE", m, e, NULL);
+        if (o->capture >= 0 && store_capture_stop(s->st, o->capture))
+            keel_log(KEEL_LOG_ERROR, "move_capture_stop_failed", "move=%llu",
+                     (unsigned long long)m);
+        /* If this fails the record says OUTGOING with no capture: a restart
+         * serves the partition and the coordinator aborts the move. */
+        (void)!persist(mv, o->p, "NONE", m, e, NULL);
         kbuf_close(&o->log);
         free(o);
         d_err(x, "ERR cannot start the copy");
@@ -760,7 +787,8 @@ static int d_in(dctx *x) {
     server *s = mv->s;
     uint64_t m, p, e, port;
     if (x->argc != 8 || arg_u64(x, 2, &m) || arg_u64(x, 3, &p) || arg_u64(x, 4, &e) ||
-        arg_u64(x, 7, &port) || port == 0 || port > 65535 || !ok_partition(x, p)) {
+        arg_u64(x, 7, &port) || port == 0 || port > 65535 || !ok_partition(x, p) ||
+        !keel_id_valid(x->argv[5], x->len[5]) || !keel_host_valid(x->argv[6], x->len[6])) {
         d_err(x, "ERR bad KEEL.MOVE.IN: term move partition epoch source host port");
         return 0;
     }
@@ -923,6 +951,10 @@ static int d_abort(dctx *x) {
     char st[16];
     uint64_t rm = 0, re = 0;
     int rec = load_state(mv, (unsigned)p, st, sizeof st, &rm, &re);
+    if (rec < 0) {
+        d_err(x, "ERR cannot read the partition state: %s", keel_strerror(rec));
+        return 0;
+    }
     out_move *o = find_out(mv, m);
     in_move *in = find_in(mv, m);
     if (rec && rm == m && (!strcmp(st, "OUTGOING") || !strcmp(st, "FENCED"))) {
@@ -974,8 +1006,13 @@ static int d_cleanup(dctx *x) {
     uint64_t rm = 0, re = 0;
     /* The record says RETIRED, or still FENCED/OUTGOING when the commit
      * reached this node as a map while its move state was gone (restart). */
-    if (load_state(mv, (unsigned)p, st, sizeof st, &rm, &re) && rm == m &&
-        strcmp(st, "INCOMING") != 0 && ptable_state(mv->s->pt, (unsigned)p) == PART_RETIRED) {
+    int rec = load_state(mv, (unsigned)p, st, sizeof st, &rm, &re);
+    if (rec < 0) {
+        d_err(x, "ERR cannot read the partition state: %s", keel_strerror(rec));
+        return 0;
+    }
+    if (rec && rm == m && strcmp(st, "INCOMING") != 0 &&
+        ptable_state(mv->s->pt, (unsigned)p) == PART_RETIRED) {
         if (FAILPOINT("move.before_cleanup") == FP_ERROR) {
             d_err(x, "ERR failpoint move.before_cleanup");
             return 0;
@@ -1023,7 +1060,13 @@ static int d_state(dctx *x) {
         if (s == PART_SERVING || s == PART_ABSENT) continue;
         char st[16];
         uint64_t m = 0, e = 0;
-        if (!load_state(mv, p, st, sizeof st, &m, &e)) continue;
+        int rec = load_state(mv, p, st, sizeof st, &m, &e);
+        if (rec < 0) { /* a partial list would read as "moves lost" */
+            kbuf_close(&body);
+            d_err(x, "ERR cannot read the partition state: %s", keel_strerror(rec));
+            return 0;
+        }
+        if (!rec) continue;
         int active = (s == PART_INCOMING && find_in(mv, m)) ||
                      ((s == PART_OUTGOING || s == PART_FENCED) && find_out(mv, m)) ||
                      s == PART_RETIRED;
@@ -1036,6 +1079,7 @@ static int d_state(dctx *x) {
     }
     resp_w_array(&x->c->out, n);
     kbuf_append(&x->c->out, body.p, body.len);
+    if (body.oom) x->c->out.oom = 1; /* an entry is missing: not a reply to send */
     kbuf_close(&body);
     return 0;
 }
@@ -1057,7 +1101,8 @@ static out_move *data_move(dctx *x) {
     uint64_t m;
     out_move *o = arg_u64(x, 1, &m) ? NULL : find_out(x->mv, m);
     if (!o) {
-        d_err(x, "ERR no outgoing move %s here", x->argv[1]);
+        d_err(x, "ERR no outgoing move %.*s here", (int)(x->len[1] > 64 ? 64 : x->len[1]),
+              x->argv[1]);
         return NULL;
     }
     if (strcmp(peerserve_peer(&x->nc->peer), o->dst) != 0) {
@@ -1205,7 +1250,11 @@ void move_map_changed(moves *mv) {
     for (int i = 0; i < MOVES_MAX; i++) {
         out_move *o = mv->out[i];
         if (!o || ptable_state(s->pt, o->p) != PART_RETIRED) continue;
-        persist(mv, o->p, "RETIRED", o->id, o->epoch, o->dst);
+        /* On failure the record still says FENCED: with a map that gives p
+         * away, a restart reads that as RETIRED too (move_restore). */
+        if (persist(mv, o->p, "RETIRED", o->id, o->epoch, o->dst))
+            keel_log(KEEL_LOG_ERROR, "move_retire_persist_failed", "move=%llu partition=%u",
+                     (unsigned long long)o->id, o->p);
         uint64_t pause_us = o->fenced_us ? keel_mono_us() - o->fenced_us : 0;
         keel_log(KEEL_LOG_INFO, "move_committed",
                  "move=%llu partition=%u role=source fenced_for_ms=%.3f", (unsigned long long)o->id,
@@ -1246,7 +1295,9 @@ int move_restore(moves *mv) {
     for (unsigned p = 0; p < np; p++) {
         char st[16];
         uint64_t m, e;
-        if (!load_state(mv, p, st, sizeof st, &m, &e)) continue;
+        int rec = load_state(mv, p, st, sizeof st, &m, &e);
+        if (rec < 0) return rec; /* the node must not start on a guess */
+        if (!rec) continue;
         int mine = self >= 0 && map->owner[p] == self;
         part_state ps;
         if (!strcmp(st, "INCOMING"))
@@ -1259,7 +1310,10 @@ int move_restore(moves *mv) {
             ps = mine ? PART_SERVING : PART_RETIRED;
         /* A map that gives p away means the move committed while we were
          * down: the copy here is a retired one, kept until CLEANUP. */
-        if (ps == PART_RETIRED && strcmp(st, "RETIRED")) persist(mv, p, "RETIRED", m, e, NULL);
+        int rc;
+        if (ps == PART_RETIRED && strcmp(st, "RETIRED") &&
+            (rc = persist(mv, p, "RETIRED", m, e, NULL)))
+            return rc;
         ptable_set_state(s->pt, p, ps);
         keel_log(KEEL_LOG_INFO, "move_state_restored", "partition=%u record=%s move=%llu state=%s",
                  p, st, (unsigned long long)m, part_state_name(ps));
@@ -1270,19 +1324,23 @@ int move_restore(moves *mv) {
 
 /* ---- Dispatch --------------------------------------------------------------- */
 
+/* Every peer command checks its argument count here, before its handler or
+ * the directive guard sees it: handlers may read argv[0..argc) only, and
+ * argc is within [min_args, max_args]. */
 typedef struct dcmd {
     const char *name;
-    int coordinator; /* 1: a directive (term first), only from the coordinator */
+    int coordinator;        /* 1: a directive (term first), only from the coordinator */
+    int min_args, max_args; /* including the name */
     int (*fn)(dctx *x);
 } dcmd;
 
 static const dcmd dcmds[] = {
-    {"keel.move.out", 1, d_out},         {"keel.move.in", 1, d_in},
-    {"keel.move.fence", 1, d_fence},     {"keel.move.verify", 1, d_verify},
-    {"keel.move.commit", 1, d_commit},   {"keel.move.abort", 1, d_abort},
-    {"keel.move.cleanup", 1, d_cleanup}, {"keel.move.rate", 1, d_rate},
-    {"keel.move.state", 1, d_state},     {"keel.move.chunk", 0, d_chunk},
-    {"keel.move.changes", 0, d_changes},
+    {"keel.move.out", 1, 7, 7, d_out},         {"keel.move.in", 1, 8, 8, d_in},
+    {"keel.move.fence", 1, 3, 3, d_fence},     {"keel.move.verify", 1, 4, 4, d_verify},
+    {"keel.move.commit", 1, 4, 4, d_commit},   {"keel.move.abort", 1, 4, 4, d_abort},
+    {"keel.move.cleanup", 1, 4, 4, d_cleanup}, {"keel.move.rate", 1, 4, 4, d_rate},
+    {"keel.move.state", 1, 2, 2, d_state},     {"keel.move.chunk", 0, 4, 4, d_chunk},
+    {"keel.move.changes", 0, 4, 4, d_changes},
 };
 
 int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len) {
@@ -1301,7 +1359,7 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
             resp_w_error(&c->out, "ERR this node is not in a coordinated cluster");
             return 0;
         }
-        peerserve_auth(&nc->peer, c, mv->s->cfg.id, &mv->secret, argc, argv, len);
+        peerserve_auth(&nc->peer, c, mv->s->cfg.id, &mv->secret, mv->s->coord_pub, argc, argv, len);
         return 0;
     }
     const dcmd *d = NULL;
@@ -1318,6 +1376,10 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
         return 0;
     }
     dctx x = {mv, c, nc, argc, argv, len};
+    if (argc < d->min_args || argc > d->max_args) {
+        d_err(&x, "ERR wrong number of arguments for '%s' command", d->name);
+        return 0;
+    }
     if (d->coordinator) {
         uint64_t term = 0;
         if (arg_u64(&x, 1, &term)) {

@@ -16,10 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEEL_ID_MAX 64
-#define KEEL_HOST_MAX 64
-#define KEEL_MIN_PARTITIONS 16
-#define KEEL_MAX_PARTITIONS 16384
+#include "core/mapcodec.h"
 
 typedef enum {
     PART_ABSENT = 0, /* never held here: -MOVED */
@@ -30,33 +27,7 @@ typedef enum {
     PART_RETIRED,    /* moved away, data kept until cleanup: -MOVED */
 } part_state;
 
-typedef struct map_node {
-    char id[KEEL_ID_MAX + 1];
-    char host[KEEL_HOST_MAX + 1];
-    int port;
-} map_node;
-
-/* A full cluster map. owner[i] indexes nodes[], or -1 when unowned. */
-typedef struct keel_map {
-    uint64_t version;
-    unsigned partitions;
-    size_t nnodes;
-    map_node *nodes;
-    int32_t *owner;  /* [partitions] */
-    uint64_t *epoch; /* [partitions] */
-} keel_map;
-
-/* Allocates an empty map for P partitions (all unowned, no nodes).
- * Returns 0, KEEL_EINVAL (bad P) or KEEL_ENOMEM. */
-int keel_map_init(keel_map *m, unsigned partitions);
-void keel_map_close(keel_map *m);
-/* Appends a node; returns its index or a negative KEEL_E*. */
-int keel_map_add_node(keel_map *m, const char *id, const char *host, int port);
-int keel_map_find_node(const keel_map *m, const char *id);
-/* Parses the JSON map format documented in docs/configuration.md.
- * On error returns KEEL_EINVAL and writes a reason into err. */
-int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t errcap);
-int keel_map_is_pow2_partitions(unsigned p);
+/* The map type and its JSON codec live in core/mapcodec.h. */
 
 static inline unsigned keel_slot_partition(unsigned slot, unsigned partitions) {
     return slot / (16384u / partitions);

@@ -63,10 +63,22 @@ static int before_flush(void *arg) {
 static const rserver_ops node_ops = {
     .dispatch = on_request, .before_flush = before_flush, .on_close = on_close};
 
+/* A store that has failed (a write or a WAL flush: store_failed) stops the
+ * node as a failed group commit does; the timers' paths used to drop it. */
+static void stop_if_failed(server *s, const char *what, long rc) {
+    keel_log(KEEL_LOG_ERROR, what, "error=\"%s\"", keel_strerror((int)rc));
+    if (!store_failed(s->st)) return; /* e.g. out of memory: retried next time */
+    if (s->epoch_log) fflush(s->epoch_log);
+    keel_log(KEEL_LOG_ERROR, "fsync_failed", "error=\"%s\" action=exit",
+             keel_strerror(store_failed(s->st)));
+    _exit(2);
+}
+
 static void on_sweep(uv_timer_t *t) {
     server *s = t->data;
     long n = store_sweep_expired(s->st, keel_wall_ms(), SWEEP_KEYS_PER_RUN);
     if (n > 0) s->expired_keys += (uint64_t)n;
+    if (n < 0) stop_if_failed(s, "sweep_failed", n);
 }
 
 static void on_second(uv_timer_t *t) {
@@ -74,7 +86,9 @@ static void on_second(uv_timer_t *t) {
     metrics_tick(s->mx, 1.0);
     if (store_fsync_mode(s->st) == STORE_FSYNC_EVERYSEC) {
         uint64_t us = 0;
-        if (store_sync_wal(s->st, &us) == 0 && us) metrics_fsync(s->mx, us);
+        int rc = store_sync_wal(s->st, &us);
+        if (rc) stop_if_failed(s, "everysec_fsync_failed", rc);
+        if (us) metrics_fsync(s->mx, us);
     }
 }
 

@@ -48,8 +48,9 @@ typedef struct server {
     int have_first_map;
     peerauth_secret secret; /* --coord: the cluster secret */
     int have_secret;
-    moves *mv;                                 /* --coord: the move protocol (move.h) */
-    FILE *epoch_log;                           /* --epoch-log */
+    moves *mv;              /* --coord: the move protocol (move.h) */
+    char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
+    FILE *epoch_log;        /* --epoch-log */
     uint64_t hb_lat_prev[METRICS_BUCKETS + 1]; /* latency counts at the last heartbeat */
 } server;
 

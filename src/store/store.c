@@ -55,6 +55,7 @@
 #include "store/store_int.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/failpoint.h"
 #include "core/log.h"
 
 #include <rocksdb/c.h>
@@ -444,16 +445,92 @@ static void turn_clear(store_txn *t) {
     if (t->arena.cap > (4u << 20)) kbuf_shrink(&t->arena, 0);
 }
 
-/* Writes the turn's committed commands to RocksDB (WAL buffer + memtable)
- * and clears the overlay. Returns 0 or KEEL_EIO. */
+static uint64_t apply_delta(uint64_t v, int64_t d, unsigned slot) {
+    if (d < 0 && (uint64_t)-d > v) {
+        keel_log(KEEL_LOG_ERROR, "store_stats_underflow", "slot=%u have=%llu delta=%lld", slot,
+                 (unsigned long long)v, (long long)d);
+        return 0;
+    }
+    return v + (uint64_t)d;
+}
+
+static uint64_t view_delta(uint64_t v, int64_t d) {
+    return d < 0 && (uint64_t)-d > v ? 0 : v + (uint64_t)d;
+}
+
+slot_stat store__slot_view(const store *s, unsigned slot) {
+    slot_stat st = s->stats[slot];
+    if (!s->pend_on[slot]) return st;
+    const slot_delta *d = &s->pend[slot];
+    st.keys = view_delta(st.keys, d->dkeys);
+    st.bytes = view_delta(st.bytes, d->dbytes);
+    st.expires = view_delta(st.expires, d->dexpires);
+    st.digest ^= d->dxor;
+    return st;
+}
+
+/* Adds a committed command's deltas to the turn's pending ones. Cannot fail:
+ * the pending table has a place for every slot. */
+static void pend_add(store *s, const slot_delta *d) {
+    slot_delta *p = &s->pend[d->slot];
+    if (!s->pend_on[d->slot]) {
+        s->pend_on[d->slot] = 1;
+        s->pend_list[s->npend++] = d->slot;
+        *p = (slot_delta){.slot = d->slot};
+    }
+    p->dkeys += d->dkeys;
+    p->dbytes += d->dbytes;
+    p->dexpires += d->dexpires;
+    p->dxor ^= d->dxor;
+}
+
+/* Applies (apply != 0) or drops the turn's pending deltas. */
+static void pend_finish(store *s, int apply) {
+    for (unsigned i = 0; i < s->npend; i++) {
+        unsigned slot = s->pend_list[i];
+        const slot_delta *d = &s->pend[slot];
+        s->pend_on[slot] = 0;
+        if (!apply) continue;
+        slot_stat *st = &s->stats[slot];
+        s->total_keys -= st->keys;
+        s->total_bytes -= st->bytes;
+        s->total_expires -= st->expires;
+        st->keys = apply_delta(st->keys, d->dkeys, slot);
+        st->bytes = apply_delta(st->bytes, d->dbytes, slot);
+        st->expires = apply_delta(st->expires, d->dexpires, slot);
+        st->digest ^= d->dxor;
+        s->total_keys += st->keys;
+        s->total_bytes += st->bytes;
+        s->total_expires += st->expires;
+    }
+    s->npend = 0;
+}
+
+/* Records the first durable-path failure; see store.failed. Returns rc. */
+static int set_failed(store *s, int rc) {
+    if (!s->failed) {
+        s->failed = rc;
+        keel_log(KEEL_LOG_ERROR, "store_failed", "error=\"%s\"", keel_strerror(rc));
+    }
+    return rc;
+}
+
+/* Writes the turn's committed commands to RocksDB (WAL buffer + memtable),
+ * applies their statistics, and clears the overlay. A failed write is
+ * sticky (store.failed): the batch and its deltas are dropped, and this and
+ * every later call return the error, so the turn-end store_sync fails and
+ * no reply of the turn leaves. Returns 0 or KEEL_EIO. */
 static int turn_write(store *s) {
     store_txn *t = &s->txn;
-    int rc = 0;
-    if (t->turn_ops) {
+    int rc = s->failed;
+    if (!rc && t->turn_ops) {
         char *rerr = NULL;
-        rocksdb_write(s->db, s->wopts, t->wb, &rerr);
+        if (FAILPOINT("store.turn_write") == FP_ERROR)
+            rerr = strdup("failpoint store.turn_write");
+        else
+            rocksdb_write(s->db, s->wopts, t->wb, &rerr);
         if (rerr) {
-            rc = rerr_log("store_commit", rerr);
+            rc = set_failed(s, rerr_log("store_commit", rerr));
         } else {
             if (t->turn_strict)
                 s->dirty = 1;
@@ -463,6 +540,7 @@ static int turn_write(store *s) {
             if (s->ncaptures) store__capture_emit(s);
         }
     }
+    pend_finish(s, rc == 0);
     turn_clear(t);
     return rc;
 }
@@ -478,8 +556,10 @@ int store__rerr_log(const char *event, char *rerr) {
 void store_free(store *s) {
     if (!s) return;
     if (s->txn.open) store_txn_abort(&s->txn);
-    if (s->db && s->txn.wb) turn_write(s);
-    if (s->db) save_stats(s); /* also flushes and fsyncs the WAL */
+    if (s->db && s->txn.wb && !s->failed) (void)turn_write(s);
+    /* After a failure the data is unknown: no clean marker, so the next open
+     * recounts from what is really there. */
+    if (s->db && !s->failed) (void)save_stats(s); /* also flushes and fsyncs the WAL */
     if (s->cf_data) rocksdb_column_family_handle_destroy(s->cf_data);
     if (s->cf_meta) rocksdb_column_family_handle_destroy(s->cf_meta);
     if (s->db) {
@@ -857,15 +937,6 @@ int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int
     return 0;
 }
 
-static uint64_t apply_delta(uint64_t v, int64_t d, unsigned slot) {
-    if (d < 0 && (uint64_t)-d > v) {
-        keel_log(KEEL_LOG_ERROR, "store_stats_underflow", "slot=%u have=%llu delta=%lld", slot,
-                 (unsigned long long)v, (long long)d);
-        return 0;
-    }
-    return v + (uint64_t)d;
-}
-
 static int txn_commit(store_txn *t, int lazy) {
     store *s = t->s;
     if (!t->open) return KEEL_EINVAL;
@@ -874,20 +945,8 @@ static int txn_commit(store_txn *t, int lazy) {
     if (rerr) rerr_log("store_txn_savepoint", rerr);
     t->turn_ops += t->nops;
     if (!lazy) t->turn_strict += t->nops;
-    for (size_t i = 0; i < t->ntouched; i++) {
-        const slot_delta *d = &t->touched[i];
-        slot_stat *st = &s->stats[d->slot];
-        s->total_keys -= st->keys;
-        s->total_bytes -= st->bytes;
-        s->total_expires -= st->expires;
-        st->keys = apply_delta(st->keys, d->dkeys, d->slot);
-        st->bytes = apply_delta(st->bytes, d->dbytes, d->slot);
-        st->expires = apply_delta(st->expires, d->dexpires, d->slot);
-        st->digest ^= d->dxor;
-        s->total_keys += st->keys;
-        s->total_bytes += st->bytes;
-        s->total_expires += st->expires;
-    }
+    for (size_t i = 0; i < t->ntouched; i++)
+        pend_add(s, &t->touched[i]);
     cmd_reset(t);
     return 0;
 }
@@ -917,8 +976,10 @@ void store_txn_abort(store_txn *t) {
 static int flush_wal(store *s, int sync, uint64_t *fsync_us) {
     char *rerr = NULL;
     uint64_t t0 = sync ? keel_mono_us() : 0;
+    if (s->failed) return s->failed;
     rocksdb_flush_wal(s->db, (unsigned char)sync, &rerr);
-    if (rerr) return rerr_log(sync ? "store_fsync" : "store_flush", rerr);
+    /* fsyncgate: after a failed flush the WAL's state is unknown. */
+    if (rerr) return set_failed(s, rerr_log(sync ? "store_fsync" : "store_flush", rerr));
     if (sync) {
         if (fsync_us) *fsync_us = keel_mono_us() - t0;
         s->unsynced = 0;
@@ -938,6 +999,10 @@ int store_sync(store *s, uint64_t *fsync_us) {
     return flush_wal(s, s->fsync == STORE_FSYNC_ALWAYS, fsync_us);
 }
 
+int store_failed(const store *s) {
+    return s->failed;
+}
+
 int store_sync_wal(store *s, uint64_t *fsync_us) {
     if (fsync_us) *fsync_us = 0;
     if (s->txn.open) return KEEL_EINVAL;
@@ -950,21 +1015,34 @@ int store_sync_wal(store *s, uint64_t *fsync_us) {
 /* ---- Statistics and scans ------------------------------------------------- */
 
 void store_slot_stats(const store *s, unsigned slot, uint64_t *keys, uint64_t *bytes) {
-    const slot_stat *st = slot < STORE_SLOTS ? &s->stats[slot] : NULL;
-    if (keys) *keys = st ? st->keys : 0;
-    if (bytes) *bytes = st ? st->bytes : 0;
+    slot_stat st = slot < STORE_SLOTS ? store__slot_view(s, slot) : (slot_stat){0};
+    if (keys) *keys = st.keys;
+    if (bytes) *bytes = st.bytes;
+}
+
+/* The committed totals adjusted by the turn's pending deltas (which: 0 keys,
+ * 1 bytes, 2 keys with a TTL). Unsigned wrap-around makes a negative
+ * difference come out right. */
+static uint64_t total_view(const store *s, int which) {
+    uint64_t v = which == 0 ? s->total_keys : which == 1 ? s->total_bytes : s->total_expires;
+    for (unsigned i = 0; i < s->npend; i++) {
+        unsigned slot = s->pend_list[i];
+        slot_stat a = s->stats[slot], b = store__slot_view(s, slot);
+        v += which == 0 ? b.keys - a.keys : which == 1 ? b.bytes - a.bytes : b.expires - a.expires;
+    }
+    return v;
 }
 
 uint64_t store_total_keys(const store *s) {
-    return s->total_keys;
+    return total_view(s, 0);
 }
 
 uint64_t store_total_bytes(const store *s) {
-    return s->total_bytes;
+    return total_view(s, 1);
 }
 
 uint64_t store_total_expires(const store *s) {
-    return s->total_expires;
+    return total_view(s, 2);
 }
 
 long store_scan_slot(store *s, unsigned slot, size_t max, int64_t now_ms, store_key_cb cb,
@@ -1052,9 +1130,10 @@ static int sweep_slot(store *s, unsigned slot, int64_t now_ms, size_t *budget, s
 long store_sweep_expired(store *s, int64_t now_ms, size_t max) {
     store_txn *t = &s->txn;
     if (t->open) return KEEL_EINVAL; /* would mix our deletes into the caller's txn */
-    if (max == 0 || s->total_expires == 0) return 0;
-    int wrc = turn_write(s); /* the iterator sees only the DB */
+    if (max == 0) return 0;
+    int wrc = turn_write(s); /* the iterator sees only the DB; applies the stats */
     if (wrc) return wrc;
+    if (s->total_expires == 0) return 0;
     size_t budget = max > SIZE_MAX / SWEEP_EXAMINE_FACTOR ? SIZE_MAX : max * SWEEP_EXAMINE_FACTOR;
     long deleted = 0;
     int rc = 0;
@@ -1102,7 +1181,7 @@ int store_delete_slots(store *s, unsigned lo, unsigned hi) {
     char *rerr = NULL;
     rocksdb_write(s->db, s->wopts, wb, &rerr);
     rocksdb_writebatch_destroy(wb);
-    if (rerr) return rerr_log("store_delete_slots", rerr);
+    if (rerr) return set_failed(s, rerr_log("store_delete_slots", rerr));
     s->dirty = 1;
     for (unsigned slot = lo; slot <= hi; slot++) {
         s->total_keys -= s->stats[slot].keys;
@@ -1148,7 +1227,10 @@ int store_meta_put(store *s, const char *name, const void *val, size_t len) {
     char *k = meta_key(name, &kl);
     if (!k) return KEEL_ENOMEM;
     char *rerr = NULL;
-    rocksdb_put_cf(s->db, s->wopts, s->cf_meta, k, kl, val ? val : "", len, &rerr);
+    if (FAILPOINT("store.meta_put") == FP_ERROR)
+        rerr = strdup("failpoint store.meta_put");
+    else
+        rocksdb_put_cf(s->db, s->wopts, s->cf_meta, k, kl, val ? val : "", len, &rerr);
     free(k);
     if (rerr) return rerr_log("store_meta_put", rerr);
     /* manual_wal_flush: the write is durable only once flushed and synced. */

@@ -45,6 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/err.h" /* KEEL_MUST_CHECK */
+
 typedef struct store store;
 typedef struct store_txn store_txn;
 
@@ -79,15 +81,16 @@ const char *store_fsync_name(store_fsync f);
  * KEEL_E* and writes a human-readable reason (from RocksDB or the OS) into
  * err[0..errcap). The directory must be writable; a path that is a file, is
  * unreadable, or holds a corrupt DB fails with KEEL_EIO or KEEL_ECORRUPT. */
-int store_open(const char *dir, const store_opts *o, store **out, char *err, size_t errcap);
+KEEL_MUST_CHECK int store_open(const char *dir, const store_opts *o, store **out, char *err,
+                               size_t errcap);
 /* Flushes the WAL (fsync) and closes. NULL is a no-op. */
 void store_free(store *s);
 
 /* ---- Reads (no transaction) ---------------------------------------------
  * Returns 0 and fills *v, or KEEL_ENOTFOUND if the key is absent or its
  * expiry is <= now_ms, or KEEL_EIO. Release *v with store_value_release. */
-int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now_ms,
-              store_value *v);
+KEEL_MUST_CHECK int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now_ms,
+                              store_value *v);
 void store_value_release(store_value *v);
 
 /* ---- Writes ------------------------------------------------------------
@@ -100,11 +103,11 @@ void store_value_release(store_value *v);
  * error. Plain store_get never sees an open txn's writes. Expired values are
  * invisible to store_txn_get exactly as to store_get. */
 store_txn *store_txn_begin(store *s);
-int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int64_t now_ms,
-                  store_value *v);
+KEEL_MUST_CHECK int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen,
+                                  int64_t now_ms, store_value *v);
 /* Returns 0, KEEL_ENOMEM or KEEL_EINVAL (klen > 65535 - 2 is refused). */
-int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
-                  int64_t expire_ms, const void *data, size_t len);
+KEEL_MUST_CHECK int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen,
+                                  uint8_t type, int64_t expire_ms, const void *data, size_t len);
 /* Puts an already encoded value (the [type][expire-at] header followed by the
  * payload, as store_copy_range and the change capture hand them out) - the
  * destination side of a partition move. Apart from taking the header from
@@ -115,21 +118,22 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
  * Returns 0, KEEL_ENOMEM, or KEEL_EINVAL if no txn is open, slot >= 16384,
  * the key is too long, encoded_value is NULL, vlen < 9 (no room for the
  * header) or the expire-at field is negative as an int64. */
-int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
-                      const void *encoded_value, size_t vlen);
+KEEL_MUST_CHECK int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
+                                      const void *encoded_value, size_t vlen);
 /* *existed (may be NULL) is set to 1 if a physical key was removed (even an
  * expired one), else 0. */
-int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int *existed);
+KEEL_MUST_CHECK int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen,
+                                  int *existed);
 /* Commits the txn into the turn (see above). Returns 0, or KEEL_EINVAL if
  * no txn is open. The txn is closed either way. */
-int store_txn_commit(store_txn *t);
+KEEL_MUST_CHECK int store_txn_commit(store_txn *t);
 /* Commits like store_txn_commit, except that the turn's group commit does
  * not flush or fsync the WAL for these writes: they become durable at the
  * next store_sync that does so for other writes, or at store_sync_wal (the
  * everysec timer, or an explicit call). For data no client can see yet - a
  * partition being copied in, whose destination calls store_sync_wal before
  * its copy may commit - so a copy costs no fsync per turn. */
-int store_txn_commit_lazy(store_txn *t);
+KEEL_MUST_CHECK int store_txn_commit_lazy(store_txn *t);
 /* Drops the txn's writes. */
 void store_txn_abort(store_txn *t);
 
@@ -137,10 +141,23 @@ void store_txn_abort(store_txn *t);
  * durable per the fsync mode (see the top of this file). Cheap when nothing
  * was written since the last call. KEEL_EINVAL while a txn is open.
  * *fsync_us (may be NULL) gets the time spent in fsync, 0 if none.
- * Returns 0 or KEEL_EIO (the caller must not acknowledge that turn's writes). */
-int store_sync(store *s, uint64_t *fsync_us);
+ * Returns 0 or KEEL_EIO (the caller must not acknowledge that turn's writes).
+ *
+ * Failure is sticky. Once a write of the turn batch (here or in any call
+ * that writes it out early: scans, snapshots, captures, metadata, the
+ * sweep, slot deletion) or a WAL flush has failed, the data on disk is
+ * unknown: the batch and its statistics deltas are dropped, and this and
+ * every later store_sync, store_sync_wal and store_meta_put return the
+ * same error. The node stops without sending any reply of the turn;
+ * store_free then saves no statistics, so the next open recounts.
+ * Statistics and digests apply only once RocksDB accepted the batch;
+ * until then the readers add the turn's pending deltas. */
+KEEL_MUST_CHECK int store_sync(store *s, uint64_t *fsync_us);
+/* The sticky failure (see store_sync): 0, or the KEEL_E* of the first
+ * failed write or WAL flush. */
+int store_failed(const store *s);
 /* Forces flush + fsync now regardless of mode (the everysec timer). */
-int store_sync_wal(store *s, uint64_t *fsync_us);
+KEEL_MUST_CHECK int store_sync_wal(store *s, uint64_t *fsync_us);
 store_fsync store_fsync_mode(const store *s);
 
 /* ---- Statistics and scans ---------------------------------------------- */
@@ -155,15 +172,15 @@ uint64_t store_total_expires(const store *s);
  * are skipped. Returns the number of keys passed to cb, or a negative
  * KEEL_E*. */
 typedef int (*store_key_cb)(void *arg, const char *key, size_t klen);
-long store_scan_slot(store *s, unsigned slot, size_t max, int64_t now_ms, store_key_cb cb,
-                     void *arg);
+KEEL_MUST_CHECK long store_scan_slot(store *s, unsigned slot, size_t max, int64_t now_ms,
+                                     store_key_cb cb, void *arg);
 
 /* Deletes up to max expired keys, resuming from an internal cursor that wraps
  * around the keyspace. Commits its own txn. Slots the sweep filter skips are
  * neither read nor changed, and cost no budget: the call goes on to the next
  * slot. Returns the number deleted or a negative KEEL_E*; KEEL_EINVAL while
  * a txn is open. */
-long store_sweep_expired(store *s, int64_t now_ms, size_t max);
+KEEL_MUST_CHECK long store_sweep_expired(store *s, int64_t now_ms, size_t max);
 
 /* Installs a filter the expiry sweep asks before touching a slot: skip(arg,
  * slot) non-zero means leave the slot alone this time. NULL removes it.
@@ -177,7 +194,7 @@ void store_set_sweep_filter(store *s, int (*skip)(void *arg, unsigned slot), voi
 
 /* Deletes every key of slots [lo, hi] with DeleteRange and zeroes their
  * statistics. Returns 0 or KEEL_EIO. */
-int store_delete_slots(store *s, unsigned lo, unsigned hi);
+KEEL_MUST_CHECK int store_delete_slots(store *s, unsigned lo, unsigned hi);
 
 /* ---- Partition moves (DESIGN.md §6), store_move.c -------------------------
  * The source of a move takes a snapshot, copies the partition's slot range at
@@ -235,9 +252,10 @@ typedef int (*store_kv_cb)(void *arg, unsigned slot, const char *key, size_t kle
  * than 2 bytes or outside the range), KEEL_ECORRUPT (a value shorter than its
  * header), KEEL_ENOMEM or KEEL_EIO. May be called while a txn is open: it
  * reads only the snapshot. */
-long store_copy_range(store *s, const store_snapshot *snap, unsigned slot_lo, unsigned slot_hi,
-                      const char *after, size_t afterlen, size_t max_bytes, store_kv_cb cb,
-                      void *arg, char **next, size_t *nextlen);
+KEEL_MUST_CHECK long store_copy_range(store *s, const store_snapshot *snap, unsigned slot_lo,
+                                      unsigned slot_hi, const char *after, size_t afterlen,
+                                      size_t max_bytes, store_kv_cb cb, void *arg, char **next,
+                                      size_t *nextlen);
 
 /* Receives one change: slot, user key, and the key's new encoded value, or
  * val == NULL (vlen 0) for a delete. The pointers are valid only during the
@@ -265,15 +283,15 @@ typedef void (*store_change_cb)(void *arg, unsigned slot, const char *key, size_
  * store_capture_stop. Returns a handle >= 0, or KEEL_EINVAL (cb NULL,
  * slot_lo > slot_hi, slot_hi >= 16384, a txn open), KEEL_ELIMIT (8 already
  * active) or KEEL_EIO (writing the current turn failed; no capture started). */
-int store_capture_start(store *s, unsigned slot_lo, unsigned slot_hi, store_change_cb cb,
-                        void *arg);
+KEEL_MUST_CHECK int store_capture_start(store *s, unsigned slot_lo, unsigned slot_hi,
+                                        store_change_cb cb, void *arg);
 /* Stops a capture. The current turn is written out first, so every write
  * committed before this call has been reported when it returns, and nothing
  * after. Returns 0; KEEL_EINVAL for a handle not active or while a txn is
  * open (the capture then stays active); KEEL_EIO if writing the turn failed
  * (the capture is stopped anyway, and that turn's writes are lost as with
  * store_sync). */
-int store_capture_stop(store *s, int handle);
+KEEL_MUST_CHECK int store_capture_stop(store *s, int handle);
 
 /* An order-independent checksum of slots [slot_lo, slot_hi]: the XOR over all
  * physical keys (expired but unswept ones included) of
@@ -289,8 +307,8 @@ int store_capture_stop(store *s, int handle);
  * range: run it on a partition, not the keyspace, from the loop.
  * Returns 0 or KEEL_EINVAL (bad range, snap of another store, a txn open with
  * snap NULL), KEEL_EIO. */
-int store_range_checksum(store *s, const store_snapshot *snap, unsigned slot_lo, unsigned slot_hi,
-                         uint64_t *xor_out, uint64_t *keys_out);
+KEEL_MUST_CHECK int store_range_checksum(store *s, const store_snapshot *snap, unsigned slot_lo,
+                                         unsigned slot_hi, uint64_t *xor_out, uint64_t *keys_out);
 
 /* The same value store_range_checksum(s, NULL, lo, hi, ...) would compute,
  * from per-slot digests the store keeps up to date on every write: O(hi-lo+1),
@@ -302,14 +320,14 @@ int store_range_checksum(store *s, const store_snapshot *snap, unsigned slot_lo,
  * a crash). Costs the write path one FNV pass over each key and value it
  * writes or replaces, over bytes it already holds.
  * Returns 0 or KEEL_EINVAL (bad range, or a txn open). */
-int store_range_digest(store *s, unsigned slot_lo, unsigned slot_hi, uint64_t *xor_out,
-                       uint64_t *keys_out);
+KEEL_MUST_CHECK int store_range_digest(store *s, unsigned slot_lo, unsigned slot_hi,
+                                       uint64_t *xor_out, uint64_t *keys_out);
 
 /* ---- Metadata ------------------------------------------------------------
  * Small named values in the meta column family, written durably (synced)
  * before returning. get returns 0 and a malloc'd copy in *val (caller frees),
  * or KEEL_ENOTFOUND. */
-int store_meta_put(store *s, const char *name, const void *val, size_t len);
-int store_meta_get(store *s, const char *name, char **val, size_t *len);
+KEEL_MUST_CHECK int store_meta_put(store *s, const char *name, const void *val, size_t len);
+KEEL_MUST_CHECK int store_meta_get(store *s, const char *name, char **val, size_t *len);
 
 #endif

@@ -124,6 +124,16 @@ struct store {
     size_t cursor_len;
     int (*sweep_skip)(void *arg, unsigned slot); /* store_set_sweep_filter */
     void *sweep_skip_arg;
+    /* The turn's statistics deltas, applied to stats only once RocksDB
+     * accepted the turn batch (turn_write); readers see stats + pend. */
+    slot_delta pend[STORE_SLOTS];
+    uint16_t pend_list[STORE_SLOTS]; /* slots with a pending delta */
+    unsigned npend;
+    uint8_t pend_on[STORE_SLOTS];
+    /* Sticky: the KEEL_E* of the first failed write or WAL flush, 0 if none.
+     * The data on disk is then unknown, so every later sync fails with it,
+     * no reply of the turn may leave, and close does not save statistics. */
+    int failed;
     store_capture captures[STORE_CAPTURES]; /* change captures, see store_move.c */
     unsigned ncaptures;                     /* active entries in captures */
     store_txn txn;
@@ -188,6 +198,9 @@ static inline uint64_t kv_hash(const char *k, size_t kl, const char *v, size_t v
  * overlay. The caller makes sure no txn is open. Returns 0 or KEEL_EIO.
  * Defined in store.c. */
 int store__turn_write(store *s);
+/* The statistics of slot as the current turn sees them: committed ones
+ * plus the turn's pending deltas. store.c. */
+slot_stat store__slot_view(const store *s, unsigned slot);
 /* Logs a RocksDB error and frees it. Always returns KEEL_EIO. store.c. */
 int store__rerr_log(const char *event, char *rerr);
 /* Reports the final state of every key the turn wrote to each capture whose

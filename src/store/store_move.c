@@ -244,8 +244,9 @@ int store_range_digest(store *s, unsigned slot_lo, unsigned slot_hi, uint64_t *x
     if (!range_ok(s, NULL, slot_lo, slot_hi) || s->txn.open) return KEEL_EINVAL;
     uint64_t x = 0, keys = 0;
     for (unsigned slot = slot_lo; slot <= slot_hi; slot++) {
-        x ^= s->stats[slot].digest;
-        keys += s->stats[slot].keys;
+        slot_stat st = store__slot_view(s, slot);
+        x ^= st.digest;
+        keys += st.keys;
     }
     *xor_out = x;
     if (keys_out) *keys_out = keys;

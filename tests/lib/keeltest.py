@@ -785,3 +785,55 @@ def start_cluster_node(coord_port, secret, node_id, port=None, dir=None, extra=(
     return start_keel(["--coord", "127.0.0.1:%d" % coord_port, "--secret-file", secret,
                        "--id", node_id, "--fsync", "always"] + list(extra), dir=dir, port=port,
                       ready_timeout=15)
+
+
+# ---- Peer authentication (core/peerauth), for tests that act as a peer ------
+
+def peer_hexmac(secret, label, a, b, n1, n2):
+    """HMAC-SHA256 proof of core/peerauth.h, as 64 hex characters."""
+    import hashlib
+    import hmac
+    msg = (b"keel-auth-v1|" + label + b"|" + bytes([len(a)]) + a + bytes([len(b)]) + b +
+           bytes.fromhex(n1) + bytes.fromhex(n2))
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+
+
+def peer_auth(conn, secret, my_id):
+    """Runs the client side of KEEL.AUTH on conn with secret (raw bytes) as
+    my_id. Returns (server id, decoded reply to PROOF)."""
+    import secrets as _secrets
+    nonce_c = _secrets.token_hex(32)
+    my = my_id.encode() if isinstance(my_id, str) else my_id
+    r = conn.call("KEEL.AUTH", "HELLO", my, nonce_c)
+    if not isinstance(r, list) or len(r) != 3:
+        raise AssertionError("KEEL.AUTH HELLO: %r" % (r,))
+    sid, nonce_s = r[0], r[1].decode()
+    proof = peer_hexmac(secret, b"client", my, sid, nonce_s, nonce_c)
+    return sid.decode(), conn.call("KEEL.AUTH", "PROOF", proof)
+
+
+# ---- The coordinator key (core/coordkey), for tests that play a coordinator --
+
+def coord_binding(id_c, id_s, nonce_c_hex, nonce_s_hex):
+    """peerauth_binding: lp(id_c) || lp(id_s) || nonce_c || nonce_s."""
+    id_c = id_c.encode() if isinstance(id_c, str) else id_c
+    id_s = id_s.encode() if isinstance(id_s, str) else id_s
+    return (bytes([len(id_c)]) + id_c + bytes([len(id_s)]) + id_s + bytes.fromhex(nonce_c_hex) +
+            bytes.fromhex(nonce_s_hex))
+
+
+def coord_key_new():
+    """A fresh Ed25519 private key (python3-cryptography)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    return Ed25519PrivateKey.generate()
+
+
+def coord_key_pub_hex(key):
+    from cryptography.hazmat.primitives import serialization
+    return key.public_key().public_bytes(serialization.Encoding.Raw,
+                                         serialization.PublicFormat.Raw).hex()
+
+
+def coord_sign(key, label, binding):
+    """coordkey_sign: Ed25519 over "keel-coordkey-v1|" label "|" binding, hex."""
+    return key.sign(b"keel-coordkey-v1|" + label.encode() + b"|" + binding).hex()

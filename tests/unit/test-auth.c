@@ -687,6 +687,26 @@ static void directive_restore_mark(void **st) {
     directive_guard_free(g);
 }
 
+/* Regression (issue 10, defect 6): one directive could raise the term
+ * guard to any value (2^64 - 1), after which every directive of the real
+ * coordinator was stale. A directive may raise the term by at most
+ * DIRECTIVE_TERM_JUMP_MAX over the highest accepted; refused, it changes
+ * nothing. */
+static void directive_rejects_huge_term_jump(void **st) {
+    directive_guard *g = directive_guard_new();
+    uint64_t t, s;
+    assert_int_equal(ADMIT(g, 1, 5, 1), DIRECTIVE_ACCEPT);
+    assert_int_equal(ADMIT(g, 1, UINT64_MAX, 1), DIRECTIVE_TERM_JUMP);
+    assert_int_equal(ADMIT(g, 1, 5 + DIRECTIVE_TERM_JUMP_MAX + 1, 1), DIRECTIVE_TERM_JUMP);
+    assert_int_equal(directive_admit_term(g, 1, UINT64_MAX), DIRECTIVE_TERM_JUMP);
+    assert_int_equal(directive_guard_last(g, &t, &s), 1);
+    assert_int_equal(t, 5);
+    assert_int_equal(ADMIT(g, 1, 6, 1), DIRECTIVE_ACCEPT); /* the real coordinator still gets in */
+    assert_int_equal(ADMIT(g, 1, 6 + DIRECTIVE_TERM_JUMP_MAX, 1), DIRECTIVE_ACCEPT);
+    assert_string_equal(directive_verdict_name(DIRECTIVE_TERM_JUMP), "term-jump");
+    directive_guard_free(g);
+}
+
 /* Verdict names are the log words the design uses. */
 static void directive_names(void **st) {
     assert_string_equal(directive_verdict_name(DIRECTIVE_ACCEPT), "accepted");
@@ -746,6 +766,7 @@ static void directive_random_property(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(handshake_mutual),
+        cmocka_unit_test(directive_rejects_huge_term_jump),
         cmocka_unit_test(handshake_roles_swapped),
         cmocka_unit_test(handshake_mac_inputs_documented),
         cmocka_unit_test(handshake_nonces_fresh),

@@ -12,6 +12,7 @@
 
 #include "coord/mapstore.h"
 #include "core/err.h"
+#include "core/failpoint.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -1043,19 +1044,45 @@ static void test_settings_unset_and_bad_input(void **state) {
     assert_int_equal(strlen(s.value), MAPSTORE_SETTING_VALUE_MAX);
 }
 
-/* User data is bound, never spliced into SQL: quotes are just bytes. */
+/* User data is bound, never spliced into SQL: quotes are just bytes. (Node
+ * ids can no longer hold quotes - see test_id_rule_enforced - so the quotes
+ * travel in a setting and a rack.) */
 static void test_quotes_are_data(void **state) {
     fx *f = *state;
     create(f, 16);
     const char *evil = "');DROP_TABLE_nodes;--";
     assert_int_equal(mapstore_setting_set(f->ms, evil, "'\"", NOW), 0);
-    mapstore_node n = node("o'brien", "h", 1);
+    mapstore_node n = node("o.brien", "h", 1);
+    snprintf(n.rack, sizeof n.rack, "r');--");
     assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), 0);
     reopen(f);
     mapstore_setting s;
     assert_int_equal(mapstore_setting_get(f->ms, evil, &s), 0);
     assert_string_equal(s.value, "'\"");
-    assert_int_equal(mapstore_node_get(f->ms, "o'brien", &n), 0);
+    assert_int_equal(mapstore_node_get(f->ms, "o.brien", &n), 0);
+    assert_string_equal(n.rack, "r');--");
+}
+
+/* Regression (issue 10, defect 3): the map store accepted any printable id,
+ * '"' and '\\' included, and the coordinator printed them into the map
+ * JSON unescaped. The store now enforces the one id rule [A-Za-z0-9._-]{1,64}
+ * (core/id.h) for nodes, owners and move destinations, and the host rule. */
+static void test_id_rule_enforced(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    const char *bad[] = {"a\"b", "a\\b", "o'brien", "a{b", "a/b"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mapstore_node n = node(bad[i], "127.0.0.1", 1);
+        assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EINVAL);
+        assert_int_equal(mapstore_partition_set_owner(f->ms, 1, bad[i], NULL, NULL), KEEL_EINVAL);
+    }
+    mapstore_node h = node("n1", "h\"x", 1);
+    assert_int_equal(mapstore_node_upsert(f->ms, &h, NOW), KEEL_EINVAL);
+    mapstore_node *all;
+    size_t nn;
+    assert_int_equal(mapstore_node_list(f->ms, &all, &nn), 0);
+    assert_int_equal(nn, 0);
+    free(all);
 }
 
 /* ---- Durability ------------------------------------------------------------ */
@@ -1095,6 +1122,28 @@ static void test_durable_without_close(void **state) {
     assert_int_equal(mapstore_setting_get(f->ms, "k", &s), 0);
 }
 
+/* The mapstore.commit failpoint fails a transaction at its COMMIT: the
+ * call returns KEEL_EIO and changes nothing, in memory or on disk. */
+static void test_commit_failpoint_changes_nothing(void **state) {
+    fx *f = *state;
+    create(f, 16);
+    add_node(f->ms, "n1", 7001);
+    uint64_t term = mapstore_term(f->ms), version = mapstore_version(f->ms);
+    assert_int_equal(failpoint_set("mapstore.commit", "1*error", NULL, 0), 0);
+    mapstore_node n = node("n2", "127.0.0.1", 7002);
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_EIO);
+    assert_int_equal(failpoint_set("mapstore.commit", "1*error", NULL, 0), 0);
+    assert_int_equal(mapstore_bump_term(f->ms, NULL), KEEL_EIO);
+    failpoint_clear_all();
+    assert_int_equal(mapstore_term(f->ms), term);
+    assert_int_equal(mapstore_version(f->ms), version);
+    assert_int_equal(mapstore_node_get(f->ms, "n2", &n), KEEL_ENOTFOUND);
+    reopen(f);
+    assert_int_equal(mapstore_term(f->ms), term);
+    assert_int_equal(mapstore_node_get(f->ms, "n2", &n), KEEL_ENOTFOUND);
+    add_node(f->ms, "n2", 7002); /* and the store still works */
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -1118,6 +1167,7 @@ int main(void) {
         T(test_open_twice_refused),
         cmocka_unit_test(test_free_null),
         T(test_term_bump_persists),
+        T(test_commit_failpoint_changes_nothing),
         T(test_counters_at_limit),
         T(test_node_roundtrip),
         T(test_node_update_keeps_registered),
@@ -1142,6 +1192,7 @@ int main(void) {
         T(test_settings_roundtrip_and_age),
         T(test_settings_unset_and_bad_input),
         T(test_quotes_are_data),
+        T(test_id_rule_enforced),
         T(test_durable_without_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

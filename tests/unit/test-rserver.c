@@ -27,6 +27,7 @@
 
 #include "core/clock.h"
 #include "net/rserver.h"
+#include "resp/resp.h"
 
 static int64_t now_ms(void) {
     return (int64_t)(keel_mono_us() / 1000);
@@ -68,6 +69,12 @@ static int t_dispatch(void *arg, client *c, int argc, char **argv, const size_t 
         rserver_resume(h);
     } else if (!strcasecmp(argv[0], "QUIT")) {
         rserver_close_after_reply(c);
+    } else if (!strcasecmp(argv[0], "OOMREPLY")) {
+        /* Half a reply, then an append that fails as out of memory does. */
+        resp_w_array(&c->out, 2);
+        resp_w_bulk(&c->out, "x", 1);
+        if (kbuf_reserve(&c->out, (size_t)-1) == 0) abort();
+        return 0;
     }
     char line[128];
     snprintf(line, sizeof line, "OK %s", a1);
@@ -400,6 +407,25 @@ static void test_quit_behind_hold_closes_after_resume(void **state) {
     close(fd);
 }
 
+/* Regression (issue 10, defect 5): a reply writer that ran out of memory
+ * mid-reply left half a reply in the output ("*2" and one element), and the
+ * next reply was read as its second element: the connection was
+ * desynchronised. Now the half reply is dropped, the replies before it
+ * leave, and the connection closes; nothing after it is executed. */
+static void test_oom_mid_reply_closes_connection(void **state) {
+    (void)state;
+    int fd = connect_client();
+    send_str(fd, "ECHO a\r\nOOMREPLY\r\nECHO never\r\n");
+    expect_reply(fd, "+OK a\r\n");
+    char buf[64];
+    size_t len = 0;
+    pump(20);
+    assert_int_equal(recv_some(fd, buf, sizeof buf, &len), -1); /* EOF */
+    assert_int_equal(len, 0);
+    assert_int_equal(f.closes, 1);
+    close(fd);
+}
+
 /* rserver_stop with a held client (and saved input) frees everything. */
 static void test_stop_with_held_client(void **state) {
     (void)state;
@@ -431,6 +457,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_held_client_disconnect_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quit_behind_hold_closes_after_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_with_held_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oom_mid_reply_closes_connection, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

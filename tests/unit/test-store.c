@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "core/failpoint.h"
 #include "store/store.h"
 
 #include <ftw.h>
@@ -672,7 +673,7 @@ static void kill9_child(const char *dir, store_fsync mode, int sync) {
         if (store_open(dir, &o, &s, NULL, 0)) _exit(1);
         if (store_meta_put(s, "id", "n1", 2)) _exit(1);
         store_txn *t = store_txn_begin(s);
-        store_txn_put(t, 7, "k", 1, STORE_T_STRING, 0, "v", 1);
+        if (store_txn_put(t, 7, "k", 1, STORE_T_STRING, 0, "v", 1)) _exit(1);
         if (store_txn_commit(t)) _exit(1);
         if (sync && store_sync(s, NULL)) _exit(1);
         raise(SIGKILL);
@@ -714,6 +715,65 @@ static void test_sync_survives_kill9(void **state) {
     store_free(s);
 }
 
+/* Regression (issue 10, defect 1): a rocksdb_write that failed mid-turn (here
+ * through the scan's turn write) used to clear the batch, so the turn-end
+ * store_sync found nothing pending, returned 0, and the turn's earlier
+ * replies went out for writes that were never stored. The failure is
+ * sticky: every later sync fails too. */
+static void test_failed_turn_write_is_sticky(void **state) {
+    fx *f = *state;
+    put_str(f->s, 5, "acked", "1");
+    assert_int_equal(failpoint_set("store.turn_write", "1*error", NULL, 0), 0);
+    collected c = {0};
+    assert_true(store_scan_slot(f->s, 5, 10, NOW, collect, &c) < 0);
+    failpoint_clear_all();
+    assert_int_not_equal(store_sync(f->s, NULL), 0);
+    assert_int_not_equal(store_sync(f->s, NULL), 0); /* and stays failed */
+    assert_int_not_equal(store_sync_wal(f->s, NULL), 0);
+    assert_int_not_equal(store_meta_put(f->s, "x", "1", 1), 0);
+}
+
+/* Regression (issue 10, defect 1): the counts and the digest of a turn
+ * whose write failed were applied anyway, so a later clean close saved
+ * wrong digests and every move of the partition failed checksum-mismatch.
+ * They apply only once RocksDB accepted the batch. */
+static void test_failed_turn_write_keeps_stats(void **state) {
+    fx *f = *state;
+    put_str(f->s, 6, "kept", "1");
+    assert_int_equal(store_sync(f->s, NULL), 0);
+    uint64_t x0, k0;
+    assert_int_equal(store_range_digest(f->s, 6, 6, &x0, &k0), 0);
+    put_str(f->s, 6, "lost", "2");
+    check_stats(f->s, 6, 2, 2 * esize(4, 1)); /* the turn sees its own writes */
+    assert_int_equal(failpoint_set("store.turn_write", "1*error", NULL, 0), 0);
+    assert_int_not_equal(store_sync(f->s, NULL), 0);
+    failpoint_clear_all();
+    check_stats(f->s, 6, 1, esize(4, 1));
+    assert_int_equal(store_total_keys(f->s), 1);
+    uint64_t x1, k1;
+    assert_int_equal(store_range_digest(f->s, 6, 6, &x1, &k1), 0);
+    assert_int_equal(k1, k0);
+    assert_true(x1 == x0);
+    check_missing(f->s, 6, "lost");
+    /* A failed store never vouches for its statistics: reopening recounts
+     * what is really there. */
+    reopen(f, STORE_FSYNC_NO);
+    check_stats(f->s, 6, 1, esize(4, 1));
+    check_value(f->s, 6, "kept", 4, "1", 1);
+}
+
+/* The store.meta_put failpoint fails a metadata write without writing. */
+static void test_meta_put_failpoint(void **state) {
+    fx *f = *state;
+    char *v;
+    size_t n;
+    assert_int_equal(failpoint_set("store.meta_put", "1*error", NULL, 0), 0);
+    assert_int_equal(store_meta_put(f->s, "m", "1", 1), KEEL_EIO);
+    failpoint_clear_all();
+    assert_int_equal(store_meta_get(f->s, "m", &v, &n), KEEL_ENOTFOUND);
+    assert_int_equal(store_meta_put(f->s, "m", "1", 1), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -746,6 +806,9 @@ int main(void) {
         T(test_sync_modes_idle),
         T(test_sync_reopen_each_mode),
         T(test_sync_survives_kill9),
+        T(test_failed_turn_write_is_sticky),
+        T(test_failed_turn_write_keeps_stats),
+        T(test_meta_put_failpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

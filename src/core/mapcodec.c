@@ -1,0 +1,311 @@
+/* mapcodec.c - the cluster map and its JSON codec; see mapcodec.h.
+ *
+ * Both directions go through cJSON, so escaping is cJSON's and never a
+ * printf between quotes (which is how one id holding '"' used to make every
+ * later map unparseable on every node). Numbers are written as raw decimal
+ * text (cJSON_CreateRaw) so 64-bit values are exact; the parser reads them
+ * through cJSON's doubles, exact up to 2^53, and refuses anything that is
+ * not a non-negative integer below 2^64.
+ *
+ * Per-node fields live in write_node and parse_node only: a field added to
+ * map_node needs a line in each.
+ */
+#include "core/mapcodec.h"
+#include "core/err.h"
+#include "core/num.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- The map ------------------------------------------------------------- */
+
+int keel_map_is_pow2_partitions(unsigned p) {
+    return p >= KEEL_MIN_PARTITIONS && p <= KEEL_MAX_PARTITIONS && (p & (p - 1)) == 0;
+}
+
+int keel_map_init(keel_map *m, unsigned partitions) {
+    memset(m, 0, sizeof *m);
+    if (!keel_map_is_pow2_partitions(partitions)) return KEEL_EINVAL;
+    m->partitions = partitions;
+    m->owner = malloc(partitions * sizeof *m->owner);
+    m->epoch = calloc(partitions, sizeof *m->epoch);
+    if (!m->owner || !m->epoch) {
+        keel_map_close(m);
+        return KEEL_ENOMEM;
+    }
+    for (unsigned i = 0; i < partitions; i++)
+        m->owner[i] = -1;
+    return 0;
+}
+
+void keel_map_close(keel_map *m) {
+    free(m->nodes);
+    free(m->owner);
+    free(m->epoch);
+    memset(m, 0, sizeof *m);
+}
+
+int keel_map_find_node(const keel_map *m, const char *id) {
+    for (size_t i = 0; i < m->nnodes; i++)
+        if (strcmp(m->nodes[i].id, id) == 0) return (int)i;
+    return -1;
+}
+
+int keel_map_add(keel_map *m, const map_node *nn) {
+    if (!keel_id_validz(nn->id) || !keel_host_validz(nn->host) || nn->port <= 0 || nn->port > 65535)
+        return KEEL_EINVAL;
+    if (keel_map_find_node(m, nn->id) >= 0) return KEEL_EEXIST;
+    map_node *n = realloc(m->nodes, (m->nnodes + 1) * sizeof *n);
+    if (!n) return KEEL_ENOMEM;
+    m->nodes = n;
+    m->nodes[m->nnodes] = *nn;
+    return (int)m->nnodes++;
+}
+
+int keel_map_add_node(keel_map *m, const char *id, const char *host, int port) {
+    map_node n;
+    memset(&n, 0, sizeof n);
+    if (strlen(id) > KEEL_ID_MAX || strlen(host) > KEEL_HOST_MAX) return KEEL_EINVAL;
+    snprintf(n.id, sizeof n.id, "%s", id);
+    snprintf(n.host, sizeof n.host, "%s", host);
+    n.port = port;
+    return keel_map_add(m, &n);
+}
+
+/* ---- Parser -------------------------------------------------------------- */
+
+static int map_fail(char *err, size_t cap, const char *msg) {
+    if (err && cap) snprintf(err, cap, "%s", msg);
+    return KEEL_EINVAL;
+}
+
+/* A JSON number that is a non-negative integer below 2^64. */
+static int json_u64(const cJSON *v, uint64_t *out) {
+    if (!cJSON_IsNumber(v)) return -1;
+    double d = v->valuedouble;
+    if (!isfinite(d) || d < 0 || d >= 18446744073709551616.0 || d != floor(d)) return -1;
+    *out = (uint64_t)d;
+    return 0;
+}
+
+/* "HOST:PORT", split at the last ':' (so an IPv6 host keeps its colons). */
+static int parse_addr(const char *addr, map_node *n) {
+    const char *colon = strrchr(addr, ':');
+    if (!colon) return -1;
+    size_t hl = (size_t)(colon - addr);
+    uint64_t port;
+    if (!keel_host_valid(addr, hl) || keel_parse_u64z(colon + 1, &port) || port == 0 ||
+        port > 65535)
+        return -1;
+    memcpy(n->host, addr, hl);
+    n->host[hl] = 0;
+    n->port = (int)port;
+    return 0;
+}
+
+/* One element of "nodes" into *n. Unknown fields are ignored. */
+static int parse_node(const cJSON *o, map_node *n, char *err, size_t cap) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    const cJSON *addr = cJSON_GetObjectItemCaseSensitive(o, "addr");
+    memset(n, 0, sizeof *n);
+    if (!cJSON_IsObject(o) || !cJSON_IsString(id) || !cJSON_IsString(addr))
+        return map_fail(err, cap, "each node needs string \"id\" and \"addr\"");
+    if (!keel_id_validz(id->valuestring))
+        return map_fail(err, cap, "a node id breaks the id rule " KEEL_ID_RULE);
+    snprintf(n->id, sizeof n->id, "%s", id->valuestring);
+    if (parse_addr(addr->valuestring, n)) {
+        if (err && cap) snprintf(err, cap, "node %s: addr must be HOST:PORT (port 1-65535)", n->id);
+        return KEEL_EINVAL;
+    }
+    /* Optional upper-case names; anything else is refused, not truncated. */
+    static const char *const opt[] = {"liveness", "membership"};
+    char *dst[] = {n->liveness, n->membership};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, opt[k]);
+        if (!v) continue;
+        size_t len = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+        int ok = len > 0 && len <= MAP_STATE_MAX;
+        for (size_t i = 0; ok && i < len; i++)
+            ok = (v->valuestring[i] >= 'A' && v->valuestring[i] <= 'Z') || v->valuestring[i] == '_';
+        if (!ok) {
+            if (err && cap) snprintf(err, cap, "node %s: bad \"%s\"", n->id, opt[k]);
+            return KEEL_EINVAL;
+        }
+        memcpy(dst[k], v->valuestring, len + 1);
+    }
+    return 0;
+}
+
+static int parse_nodes(const cJSON *arr, keel_map *m, char *err, size_t cap) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+        return map_fail(err, cap, "\"nodes\" must be a non-empty array");
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr) {
+        map_node n;
+        int rc = parse_node(o, &n, err, cap);
+        if (rc) return rc;
+        rc = keel_map_add(m, &n);
+        if (rc == KEEL_EEXIST) {
+            if (err && cap) snprintf(err, cap, "duplicate node id \"%s\"", n.id);
+            return KEEL_EINVAL;
+        }
+        if (rc < 0) {
+            if (err && cap) snprintf(err, cap, "bad node \"%s\": %s", n.id, keel_strerror(rc));
+            return rc == KEEL_ENOMEM ? rc : KEEL_EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int parse_owners(const cJSON *arr, keel_map *m, char *err, size_t cap) {
+    if (!cJSON_IsArray(arr)) return map_fail(err, cap, "\"owners\" must be an array");
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr) {
+        const cJSON *first = cJSON_GetObjectItemCaseSensitive(o, "first");
+        const cJSON *last = cJSON_GetObjectItemCaseSensitive(o, "last");
+        const cJSON *node = cJSON_GetObjectItemCaseSensitive(o, "node");
+        const cJSON *epoch = cJSON_GetObjectItemCaseSensitive(o, "epoch");
+        uint64_t f, l, e = 1;
+        if (!cJSON_IsObject(o) || json_u64(first, &f) || !cJSON_IsString(node))
+            return map_fail(err, cap, "each owner needs numeric \"first\" and string \"node\"");
+        l = f;
+        if ((last && json_u64(last, &l)) || (epoch && json_u64(epoch, &e)))
+            return map_fail(err, cap, "owner \"last\" and \"epoch\" must be non-negative integers");
+        if (l < f || l >= m->partitions) {
+            if (err && cap)
+                snprintf(err, cap, "owner range %llu-%llu is outside partitions 0-%u",
+                         (unsigned long long)f, (unsigned long long)l, m->partitions - 1);
+            return KEEL_EINVAL;
+        }
+        int idx = keel_id_validz(node->valuestring) ? keel_map_find_node(m, node->valuestring) : -1;
+        if (idx < 0) return map_fail(err, cap, "an owner names a node that is not listed");
+        for (uint64_t p = f; p <= l; p++) {
+            if (m->owner[p] >= 0) {
+                if (err && cap)
+                    snprintf(err, cap, "partition %llu has two owners", (unsigned long long)p);
+                return KEEL_EINVAL;
+            }
+            m->owner[p] = idx;
+            m->epoch[p] = e;
+        }
+    }
+    return 0;
+}
+
+int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap) {
+    int rc = KEEL_EINVAL;
+    memset(m, 0, sizeof *m);
+    cJSON *root = cJSON_Parse(text);
+    if (!root) return map_fail(err, cap, "map is not valid JSON");
+    if (!cJSON_IsObject(root)) {
+        rc = map_fail(err, cap, "map must be a JSON object");
+        goto fail;
+    }
+    const cJSON *parts = cJSON_GetObjectItemCaseSensitive(root, "partitions");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    const cJSON *term = cJSON_GetObjectItemCaseSensitive(root, "term");
+    uint64_t p = 1024, v = 1, t = 0;
+    if ((parts && json_u64(parts, &p)) || p > KEEL_MAX_PARTITIONS ||
+        !keel_map_is_pow2_partitions((unsigned)p)) {
+        rc = map_fail(err, cap, "\"partitions\" must be a power of two from 16 to 16384");
+        goto fail;
+    }
+    if ((ver && json_u64(ver, &v)) || (term && json_u64(term, &t))) {
+        rc = map_fail(err, cap, "\"version\" and \"term\" must be non-negative integers");
+        goto fail;
+    }
+    if ((rc = keel_map_init(m, (unsigned)p))) goto fail;
+    m->version = v;
+    m->term = t;
+    if ((rc = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), m, err, cap))) goto fail;
+    if ((rc = parse_owners(cJSON_GetObjectItemCaseSensitive(root, "owners"), m, err, cap)))
+        goto fail;
+    cJSON_Delete(root);
+    return 0;
+fail:
+    cJSON_Delete(root);
+    keel_map_close(m);
+    return rc;
+}
+
+/* ---- Writer -------------------------------------------------------------- */
+
+/* Adds name: value as exact decimal text. 0 or -1 (out of memory). */
+static int add_u64(cJSON *o, const char *name, uint64_t v) {
+    char num[24];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+    cJSON *raw = cJSON_CreateRaw(num);
+    if (!raw) return -1;
+    if (!cJSON_AddItemToObject(o, name, raw)) {
+        cJSON_Delete(raw);
+        return -1;
+    }
+    return 0;
+}
+
+/* One element of "nodes". */
+static cJSON *write_node(const map_node *n) {
+    cJSON *o = cJSON_CreateObject();
+    char addr[KEEL_HOST_MAX + 8];
+    snprintf(addr, sizeof addr, "%s:%d", n->host, n->port);
+    if (!o || !cJSON_AddStringToObject(o, "id", n->id) ||
+        !cJSON_AddStringToObject(o, "addr", addr) ||
+        (n->liveness[0] && !cJSON_AddStringToObject(o, "liveness", n->liveness)) ||
+        (n->membership[0] && !cJSON_AddStringToObject(o, "membership", n->membership))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *write_owner(size_t first, size_t last, const char *node, uint64_t epoch) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o || add_u64(o, "first", first) || add_u64(o, "last", last) ||
+        !cJSON_AddStringToObject(o, "node", node) || add_u64(o, "epoch", epoch)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int add_to(cJSON *arr, cJSON *item) {
+    if (!item) return -1;
+    if (!cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return -1;
+    }
+    return 0;
+}
+
+int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *nodes = NULL, *owners = NULL;
+    int rc = KEEL_ENOMEM;
+    if (!root || add_u64(root, "version", m->version) || add_u64(root, "term", term) ||
+        add_u64(root, "partitions", m->partitions) ||
+        !(nodes = cJSON_AddArrayToObject(root, "nodes")))
+        goto out;
+    for (size_t k = 0; k < m->nnodes; k++)
+        if (add_to(nodes, write_node(&m->nodes[k]))) goto out;
+    if (!(owners = cJSON_AddArrayToObject(root, "owners"))) goto out;
+    for (size_t i = 0; i < m->partitions;) { /* runs of one owner at one epoch */
+        size_t j = i + 1;
+        while (j < m->partitions && m->owner[j] == m->owner[i] && m->epoch[j] == m->epoch[i])
+            j++;
+        int32_t o = m->owner[i];
+        if (o >= 0 && (size_t)o < m->nnodes &&
+            add_to(owners, write_owner(i, j - 1, m->nodes[o].id, m->epoch[i])))
+            goto out;
+        i = j;
+    }
+    char *text = cJSON_PrintUnformatted(root);
+    if (!text) goto out;
+    rc = kbuf_appendstr(out, text) ? KEEL_ENOMEM : 0;
+    free(text);
+out:
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,200 @@
+/* test-mapcodec.c - unit tests for src/core/id and src/core/mapcodec: the
+ * one id rule and the one map codec, written by the coordinator and parsed
+ * by every node (issue 10, defect 3). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "core/id.h"
+#include "core/mapcodec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The id rule is [A-Za-z0-9._-]{1,64}, nothing else. */
+static void test_id_rule(void **state) {
+    (void)state;
+    char longid[66];
+    memset(longid, 'a', sizeof longid);
+    longid[65] = 0;
+    assert_true(keel_id_validz("n1"));
+    assert_true(keel_id_validz("coordinator"));
+    assert_true(keel_id_validz("A-b_c.9"));
+    assert_true(keel_id_valid(longid, 64));
+    assert_false(keel_id_validz(longid));
+    const char *bad[] = {"",    "a\"b", "a\\b",     "a b", "a:b", "a,b", "a@b",
+                         "a/b", "a\nb", "\xc3\xa9", "a'b", "a{b", "a}b"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_false(keel_id_validz(bad[i]));
+    assert_false(keel_id_valid("a\0b", 3));
+    assert_false(keel_id_validz(NULL));
+    assert_true(keel_host_validz("127.0.0.1"));
+    assert_true(keel_host_validz("::1"));
+    assert_true(keel_host_validz("[fe80::1]"));
+    assert_true(keel_host_validz("node-1.example.com"));
+    assert_false(keel_host_validz("h\"x"));
+    assert_false(keel_host_validz("h x"));
+    assert_false(keel_host_validz(""));
+}
+
+static void two_node_map(keel_map *m) {
+    assert_int_equal(keel_map_init(m, 16), 0);
+    assert_int_equal(keel_map_add_node(m, "n1", "127.0.0.1", 7001), 0);
+    assert_int_equal(keel_map_add_node(m, "n.2", "::1", 7002), 1);
+    for (unsigned p = 0; p < 16; p++) {
+        m->owner[p] = p < 5 ? 0 : p < 12 ? 1 : -1;
+        m->epoch[p] = p < 3 ? 7 : 9;
+    }
+    m->version = 42;
+}
+
+/* What the writer writes, the parser reads back unchanged; the text keeps
+ * the format nodes parse today. */
+static void test_roundtrip(void **state) {
+    (void)state;
+    keel_map m, r;
+    two_node_map(&m);
+    kbuf b;
+    kbuf_init(&b);
+    assert_int_equal(keel_map_write_json(&m, 5, &b), 0);
+    assert_int_equal(kbuf_append(&b, "", 1), 0);
+    assert_string_equal(b.p, "{\"version\":42,\"term\":5,\"partitions\":16,\"nodes\":["
+                             "{\"id\":\"n1\",\"addr\":\"127.0.0.1:7001\"},"
+                             "{\"id\":\"n.2\",\"addr\":\"::1:7002\"}],\"owners\":["
+                             "{\"first\":0,\"last\":2,\"node\":\"n1\",\"epoch\":7},"
+                             "{\"first\":3,\"last\":4,\"node\":\"n1\",\"epoch\":9},"
+                             "{\"first\":5,\"last\":11,\"node\":\"n.2\",\"epoch\":9}]}");
+    char err[128];
+    assert_int_equal(keel_map_parse_json(b.p, &r, err, sizeof err), 0);
+    assert_int_equal(r.version, 42);
+    assert_int_equal(r.term, 5);
+    assert_int_equal(r.nnodes, 2);
+    assert_string_equal(r.nodes[1].host, "::1");
+    assert_int_equal(r.nodes[1].port, 7002);
+    for (unsigned p = 0; p < 16; p++) {
+        assert_int_equal(r.owner[p], m.owner[p]);
+        if (m.owner[p] >= 0) assert_int_equal(r.epoch[p], m.epoch[p]);
+    }
+    keel_map_close(&r);
+    keel_map_close(&m);
+    kbuf_close(&b);
+}
+
+/* Regression: the coordinator printed ids between quotes unescaped, and the
+ * id rules allowed '"' and '\\': one node named a"b made the map invalid JSON
+ * and every node refused every later map. Such ids cannot enter a map now. */
+static void test_quote_in_id_refused(void **state) {
+    (void)state;
+    keel_map m;
+    assert_int_equal(keel_map_init(&m, 16), 0);
+    assert_int_equal(keel_map_add_node(&m, "a\"b", "127.0.0.1", 1), KEEL_EINVAL);
+    assert_int_equal(keel_map_add_node(&m, "a\\b", "127.0.0.1", 1), KEEL_EINVAL);
+    assert_int_equal(keel_map_add_node(&m, "ok", "h\"x", 1), KEEL_EINVAL);
+    assert_int_equal(keel_map_add_node(&m, "ok", "h", 0), KEEL_EINVAL);
+    assert_int_equal(m.nnodes, 0);
+    keel_map_close(&m);
+    char err[128];
+    keel_map r;
+    const char *txt = "{\"partitions\":16,\"nodes\":[{\"id\":\"a\\\"b\",\"addr\":\"h:1\"}],"
+                      "\"owners\":[]}";
+    assert_int_equal(keel_map_parse_json(txt, &r, err, sizeof err), KEEL_EINVAL);
+    assert_non_null(strstr(err, "id rule"));
+}
+
+/* Unknown fields (e.g. the per-node "liveness" and "membership" to come) are
+ * ignored at every level. */
+static void test_unknown_fields_ignored(void **state) {
+    (void)state;
+    keel_map r;
+    char err[128];
+    const char *txt =
+        "{\"version\":3,\"future\":{\"x\":[1,2]},\"partitions\":16,\"nodes\":[{\"id\":\"n1\","
+        "\"addr\":\"h:1\",\"liveness\":\"ALIVE\",\"membership\":\"ACTIVE\"}],\"owners\":[{"
+        "\"first\":"
+        "0,\"last\":15,\"node\":\"n1\",\"epoch\":2,\"why\":\"x\"}]}";
+    assert_int_equal(keel_map_parse_json(txt, &r, err, sizeof err), 0);
+    assert_int_equal(r.version, 3);
+    assert_int_equal(r.owner[15], 0);
+    keel_map_close(&r);
+}
+
+/* A node's liveness and membership (issue 15) round-trip; absent fields
+ * (older writers) read as ""; a value that is not an upper-case name is
+ * refused. */
+static void test_node_states_roundtrip(void **state) {
+    (void)state;
+    keel_map m, r;
+    kbuf b;
+    char err[128];
+    kbuf_init(&b);
+    assert_int_equal(keel_map_init(&m, 16), 0);
+    map_node n = {
+        .id = "n1", .host = "h", .port = 7, .liveness = "SUSPECT", .membership = "DRAINING"};
+    assert_int_equal(keel_map_add(&m, &n), 0);
+    assert_int_equal(keel_map_add_node(&m, "n2", "h", 8), 1);
+    assert_int_equal(keel_map_write_json(&m, 1, &b), 0);
+    kbuf_append(&b, "", 1);
+    assert_int_equal(keel_map_parse_json(b.p, &r, err, sizeof err), 0);
+    assert_string_equal(r.nodes[0].liveness, "SUSPECT");
+    assert_string_equal(r.nodes[0].membership, "DRAINING");
+    assert_string_equal(r.nodes[1].liveness, "");
+    assert_null(strstr(b.p, "\"n2\",\"addr\":\"h:8\",\"liveness\""));
+    keel_map_close(&r);
+    keel_map_close(&m);
+    kbuf_close(&b);
+    const char *bad = "{\"version\":1,\"partitions\":16,\"nodes\":[{\"id\":\"n1\",\"addr\":\"h:1\","
+                      "\"liveness\":\"up\\\"x\"}],\"owners\":[]}";
+    assert_int_equal(keel_map_parse_json(bad, &r, err, sizeof err), KEEL_EINVAL);
+    assert_non_null(strstr(err, "liveness"));
+}
+
+/* Bad numbers, ports, ranges and shapes are refused with a reason. */
+static void test_parse_refusals(void **state) {
+    (void)state;
+    const char *bad[] = {
+        "[]",
+        "{\"partitions\":17,\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}],\"owners\":[]}",
+        "{\"partitions\":16.5,\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}],\"owners\":[]}",
+        "{\"version\":-1,\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}],\"owners\":[]}",
+        "{\"nodes\":[{\"id\":\"n\",\"addr\":\"h:7000abc\"}],\"owners\":[]}",
+        "{\"nodes\":[{\"id\":\"n\",\"addr\":\"h:+7\"}],\"owners\":[]}",
+        "{\"nodes\":[{\"id\":\"n\",\"addr\":\"h:70000\"}],\"owners\":[]}",
+        "{\"nodes\":[{\"id\":\"n\",\"addr\":\"h\"}],\"owners\":[]}",
+        "{\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"},{\"id\":\"n\",\"addr\":\"h:2\"}],\"owners\":[]"
+        "}",
+        "{\"nodes\":[],\"owners\":[]}",
+        "{\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}]}",
+        "{\"partitions\":16,\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}],\"owners\":[{\"first\":3,"
+        "\"last\":16,\"node\":\"n\"}]}",
+        "{\"partitions\":16,\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}],\"owners\":[{\"first\":0,"
+        "\"node\":\"m\"}]}",
+        "{\"partitions\":16,\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}],\"owners\":[{\"first\":0,"
+        "\"node\":\"n\"},{\"first\":0,\"node\":\"n\"}]}",
+        "{\"partitions\":16,\"nodes\":[{\"id\":\"n\",\"addr\":\"h:1\"}],\"owners\":[{\"first\":0,"
+        "\"node\":\"n\",\"epoch\":-2}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        keel_map r;
+        char err[128] = "";
+        int rc = keel_map_parse_json(bad[i], &r, err, sizeof err);
+        if (rc != KEEL_EINVAL) fprintf(stderr, "accepted: %s\n", bad[i]);
+        assert_int_equal(rc, KEEL_EINVAL);
+        assert_true(err[0] != 0);
+        assert_null(r.nodes);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_id_rule),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_quote_in_id_refused),
+        cmocka_unit_test(test_unknown_fields_ignored),
+        cmocka_unit_test(test_parse_refusals),
+        cmocka_unit_test(test_node_states_roundtrip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
