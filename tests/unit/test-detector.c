@@ -173,6 +173,7 @@ typedef struct snode {
     int64_t last_hb; /* on the coordinator's clock; 0 = never */
     int64_t failures[4];
     int quarantined;
+    int excused; /* declared while alone and cut off (see set_liveness) */
 } snode;
 
 /* Mutations: each replays one part of the detector as it was before the
@@ -294,7 +295,9 @@ static void set_liveness(sim *s, int i, mapstore_liveness to, int64_t now) {
     if (!d->ever_killed && to != MAPSTORE_NODE_UP && !excused)
         violate(s, "t=%lld node n%d was never killed but was declared %s", (long long)s->now, i,
                 to == MAPSTORE_NODE_DOWN ? "DOWN" : "SUSPECT");
-    if (!d->ever_killed && d->quarantined)
+    if (!d->ever_killed && to != MAPSTORE_NODE_UP && excused) d->excused = 1;
+    /* Quarantine follows from verdicts: only excused ones can lead here. */
+    if (!d->ever_killed && d->quarantined && !d->excused)
         violate(s, "t=%lld node n%d was never killed but was quarantined", (long long)s->now, i);
 }
 
