@@ -9,8 +9,13 @@
  *
  * Invariant: a call that fails validation has not reached the backend, and
  * has set errmsg.
+ *
+ * Reads are served from the handle's cache (mapstore_int.h), loaded from
+ * the backend once; writes go to the backend and, when they succeed, are
+ * applied to the cache by the rules mapstore.h states.
  */
 #include "coord/mapstore.h"
+#include "coord/mapstore_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,13 +25,6 @@
 #include "core/err.h"
 #include "core/id.h"
 
-struct mapstore {
-    const mapstore_ops *ops;
-    void *impl;
-    unsigned partitions;
-    char cluster_id[MAPSTORE_CLUSTER_ID_MAX + 1];
-    char errmsg[MAPSTORE_ERR_MAX];
-};
 
 static const char *const liveness_names[MAPSTORE_NODE_NLIVENESS] = {"UP", "SUSPECT", "DOWN"};
 
@@ -151,7 +149,30 @@ int mapstore__check_expect(const mapstore *ms, const mapstore_expect *expect, ch
 void mapstore_free(mapstore *ms) {
     if (!ms) return;
     ms->ops->close(ms->impl);
+    msc_free(ms);
     free(ms);
+}
+
+void mapstore_counters(const mapstore *ms, uint64_t *reads, uint64_t *writes) {
+    if (reads) *reads = ms->reads;
+    if (writes) *writes = ms->writes;
+}
+
+/* Counts a backend write; a failed one drops the cache (the next read
+ * reloads what the backend holds). */
+static int wrote(mapstore *ms, int rc) {
+    ms->writes++;
+    if (rc) msc_drop(ms);
+    return rc;
+}
+
+/* A malloc'd copy of n items (NULL when n is 0). */
+static int copy_out(mapstore *ms, const void *src, size_t n, size_t sz, void **out) {
+    *out = NULL;
+    if (!n) return 0;
+    if (!(*out = malloc(n * sz))) return mapstore__errf(ms, KEEL_ENOMEM, "out of memory");
+    memcpy(*out, src, n * sz);
+    return 0;
 }
 
 const char *mapstore_errmsg(const mapstore *ms) {
@@ -252,19 +273,27 @@ int mapstore_bump_term(mapstore *ms, uint64_t *term) {
 int mapstore_node_upsert(mapstore *ms, const mapstore_node *n, int64_t now_ms) {
     int rc;
     if ((rc = check_node(ms, n))) return rc;
-    return ms->ops->node_upsert(ms, n, now_ms);
+    if ((rc = wrote(ms, ms->ops->node_upsert(ms, n, now_ms)))) return rc;
+    (void)msc_put_node(ms, n, now_ms); /* ENOMEM dropped the cache: still correct */
+    return 0;
 }
 
 int mapstore_node_get(mapstore *ms, const char *id, mapstore_node *out) {
     int rc;
     if ((rc = check_id(ms, "node id", id)) || (rc = check_out(ms, out, out))) return rc;
-    return ms->ops->node_get(ms, id, out);
+    if ((rc = msc_nodes(ms))) return rc;
+    const mapstore_node *n = msc_node(ms, id);
+    if (!n) return mapstore__errf(ms, KEEL_ENOTFOUND, "no node %s", id);
+    *out = *n;
+    return 0;
 }
 
 int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n) {
     int rc;
     if ((rc = check_out(ms, out, n))) return rc;
-    return ms->ops->node_list(ms, out, n);
+    if ((rc = msc_nodes(ms))) return rc;
+    *n = ms->c.nn;
+    return copy_out(ms, ms->c.nodes, ms->c.nn, sizeof **out, (void **)out);
 }
 
 int mapstore_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l) {
@@ -272,7 +301,10 @@ int mapstore_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l
     if ((rc = check_id(ms, "node id", id))) return rc;
     if ((unsigned)l >= MAPSTORE_NODE_NLIVENESS)
         return mapstore__errf(ms, KEEL_EINVAL, "invalid liveness %d", (int)l);
-    return ms->ops->node_set_liveness(ms, id, l);
+    if ((rc = wrote(ms, ms->ops->node_set_liveness(ms, id, l)))) return rc;
+    mapstore_node *n = msc_node(ms, id);
+    if (n) n->liveness = l;
+    return 0;
 }
 
 int mapstore_node_set_membership(mapstore *ms, const char *id, mapstore_membership m) {
@@ -280,13 +312,18 @@ int mapstore_node_set_membership(mapstore *ms, const char *id, mapstore_membersh
     if ((rc = check_id(ms, "node id", id))) return rc;
     if ((unsigned)m >= MAPSTORE_MEMBER_N)
         return mapstore__errf(ms, KEEL_EINVAL, "invalid membership %d", (int)m);
-    return ms->ops->node_set_membership(ms, id, m);
+    if ((rc = wrote(ms, ms->ops->node_set_membership(ms, id, m)))) return rc;
+    mapstore_node *n = msc_node(ms, id);
+    if (n) n->membership = m;
+    return 0;
 }
 
 int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms) {
     int rc;
     if ((rc = check_id(ms, "node id", id))) return rc;
-    return ms->ops->node_heartbeat(ms, id, now_ms);
+    if ((rc = wrote(ms, ms->ops->node_heartbeat(ms, id, now_ms)))) return rc;
+    msc_heartbeat(ms, id, now_ms);
+    return 0;
 }
 
 /* ---- Partitions ------------------------------------------------------------- */
@@ -294,13 +331,17 @@ int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms) {
 int mapstore_partition_get(mapstore *ms, unsigned p, mapstore_partition *out) {
     int rc;
     if ((rc = check_part(ms, p)) || (rc = check_out(ms, out, out))) return rc;
-    return ms->ops->partition_get(ms, p, out);
+    if ((rc = msc_parts(ms))) return rc;
+    *out = ms->c.parts[p];
+    return 0;
 }
 
 int mapstore_partition_list(mapstore *ms, mapstore_partition **out, size_t *n) {
     int rc;
     if ((rc = check_out(ms, out, n))) return rc;
-    return ms->ops->partition_list(ms, out, n);
+    if ((rc = msc_parts(ms))) return rc;
+    *n = ms->partitions;
+    return copy_out(ms, ms->c.parts, ms->partitions, sizeof **out, (void **)out);
 }
 
 int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner, uint64_t *epoch,
@@ -308,7 +349,14 @@ int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner, ui
     int rc;
     if ((rc = check_part(ms, p))) return rc;
     if (owner && (rc = check_id(ms, "owner", owner))) return rc;
-    return ms->ops->partition_set_owner(ms, p, owner, epoch, version);
+    uint64_t e = 0;
+    if ((rc = wrote(ms, ms->ops->partition_set_owner(ms, p, owner, &e, version)))) return rc;
+    if (epoch) *epoch = e;
+    if (ms->c.have_parts) {
+        snprintf(ms->c.parts[p].owner, sizeof ms->c.parts[p].owner, "%s", owner ? owner : "");
+        ms->c.parts[p].epoch = e;
+    }
+    return 0;
 }
 
 int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
@@ -319,7 +367,13 @@ int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t 
         if (version) *version = mapstore_version(ms);
         return 0;
     }
-    return ms->ops->partition_place(ms, pl, n, version);
+    if ((rc = wrote(ms, ms->ops->partition_place(ms, pl, n, version)))) return rc;
+    for (size_t i = 0; ms->c.have_parts && i < n; i++) { /* each placed: owner, epoch + 1 */
+        mapstore_partition *c = &ms->c.parts[pl[i].partition];
+        snprintf(c->owner, sizeof c->owner, "%s", pl[i].owner);
+        c->epoch++;
+    }
+    return 0;
 }
 
 int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {
@@ -327,7 +381,9 @@ int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {
     if ((rc = check_part(ms, p))) return rc;
     if (pinned != 0 && pinned != 1)
         return mapstore__errf(ms, KEEL_EINVAL, "pinned must be 0 or 1, not %d", pinned);
-    return ms->ops->partition_set_pinned(ms, p, pinned);
+    if ((rc = wrote(ms, ms->ops->partition_set_pinned(ms, p, pinned)))) return rc;
+    if (ms->c.have_parts) ms->c.parts[p].pinned = pinned;
+    return 0;
 }
 
 /* ---- Moves ------------------------------------------------------------------ */
@@ -338,19 +394,59 @@ int mapstore_move_create(mapstore *ms, unsigned p, const char *to, const char *r
     if ((rc = check_part(ms, p)) || (rc = check_id(ms, "move destination", to)) ||
         (rc = check_reason(ms, reason)))
         return rc;
-    return ms->ops->move_create(ms, p, to, reason ? reason : "", now_ms, id);
+    /* The new record is built from the partition as it is now. */
+    if ((rc = msc_parts(ms))) return rc;
+    uint64_t mid = 0;
+    mapstore_partition part = ms->c.parts[p];
+    if ((rc = wrote(ms, ms->ops->move_create(ms, p, to, reason ? reason : "", now_ms, &mid))))
+        return rc;
+    if (id) *id = mid;
+    mapstore_move m;
+    memset(&m, 0, sizeof m);
+    m.id = mid;
+    m.partition = p;
+    snprintf(m.from, sizeof m.from, "%s", part.owner);
+    snprintf(m.to, sizeof m.to, "%s", to);
+    m.state = MAPSTORE_MOVE_PLANNED;
+    m.epoch = part.epoch;
+    m.at_ms[MAPSTORE_MOVE_PLANNED] = now_ms;
+    snprintf(m.reason, sizeof m.reason, "%s", reason ? reason : "");
+    (void)msc_add_move(ms, &m);
+    return 0;
 }
 
 int mapstore_move_get(mapstore *ms, uint64_t id, mapstore_move *out) {
     int rc;
     if ((rc = check_out(ms, out, out))) return rc;
-    return ms->ops->move_get(ms, id, out);
+    if ((rc = msc_moves(ms))) return rc;
+    const mapstore_move *m = msc_move(ms, id);
+    if (!m) return mapstore__errf(ms, KEEL_ENOTFOUND, "no move %llu", (unsigned long long)id);
+    *out = *m;
+    return 0;
 }
 
 int mapstore_move_list(mapstore *ms, int unfinished, mapstore_move **out, size_t *n) {
     int rc;
     if ((rc = check_out(ms, out, n))) return rc;
-    return ms->ops->move_list(ms, unfinished, out, n);
+    if ((rc = msc_moves(ms))) return rc;
+    if (!unfinished) {
+        *n = ms->c.nm;
+        return copy_out(ms, ms->c.moves, ms->c.nm, sizeof **out, (void **)out);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < ms->c.nm; i++)
+        k += ms->c.moves[i].state != MAPSTORE_MOVE_DONE &&
+             ms->c.moves[i].state != MAPSTORE_MOVE_ABORTED;
+    *out = NULL;
+    *n = k;
+    if (!k) return 0;
+    if (!(*out = malloc(k * sizeof **out))) return mapstore__errf(ms, KEEL_ENOMEM, "out of memory");
+    k = 0;
+    for (size_t i = 0; i < ms->c.nm; i++)
+        if (ms->c.moves[i].state != MAPSTORE_MOVE_DONE &&
+            ms->c.moves[i].state != MAPSTORE_MOVE_ABORTED)
+            (*out)[k++] = ms->c.moves[i];
+    return 0;
 }
 
 int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state, int64_t now_ms,
@@ -365,19 +461,49 @@ int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state, 
     if (abort_reason && state != MAPSTORE_MOVE_ABORTED)
         return mapstore__errf(ms, KEEL_EINVAL, "an abort reason needs state ABORTED");
     if ((rc = check_reason(ms, abort_reason))) return rc;
-    return ms->ops->move_advance(ms, id, state, now_ms, abort_reason ? abort_reason : "");
+    if ((rc = wrote(ms, ms->ops->move_advance(ms, id, state, now_ms,
+                                              abort_reason ? abort_reason : ""))))
+        return rc;
+    mapstore_move *m = msc_move(ms, id);
+    if (m) {
+        m->state = state;
+        m->at_ms[state] = now_ms;
+        if (state == MAPSTORE_MOVE_ABORTED)
+            snprintf(m->abort_reason, sizeof m->abort_reason, "%s",
+                     abort_reason ? abort_reason : "");
+    }
+    return 0;
 }
 
 int mapstore_move_set_bytes(mapstore *ms, uint64_t id, uint64_t bytes) {
     if (bytes > (uint64_t)INT64_MAX)
         return mapstore__errf(ms, KEEL_ERANGE, "move bytes %llu too large",
                               (unsigned long long)bytes);
-    return ms->ops->move_set_bytes(ms, id, bytes);
+    int rc = wrote(ms, ms->ops->move_set_bytes(ms, id, bytes));
+    mapstore_move *m = rc ? NULL : msc_move(ms, id);
+    if (m) m->bytes = bytes;
+    return rc;
 }
 
 int mapstore_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *epoch,
                          uint64_t *version) {
-    return ms->ops->move_commit(ms, id, now_ms, epoch, version);
+    uint64_t e = 0;
+    int rc = wrote(ms, ms->ops->move_commit(ms, id, now_ms, &e, version));
+    if (rc) return rc;
+    if (epoch) *epoch = e;
+    mapstore_move *m = msc_move(ms, id);
+    if (!m) { /* not cached: its partition's row cannot be updated from it */
+        if (ms->c.have_parts) msc_drop(ms);
+        return 0;
+    }
+    m->state = MAPSTORE_MOVE_COMMITTED;
+    m->at_ms[MAPSTORE_MOVE_COMMITTED] = now_ms;
+    if (ms->c.have_parts) {
+        mapstore_partition *c = &ms->c.parts[m->partition];
+        snprintf(c->owner, sizeof c->owner, "%s", m->to);
+        c->epoch = e;
+    }
+    return 0;
 }
 
 /* ---- Settings --------------------------------------------------------------- */
@@ -388,23 +514,36 @@ int mapstore_setting_set(mapstore *ms, const char *name, const char *value, int6
     if (!value || strlen(value) > MAPSTORE_SETTING_VALUE_MAX)
         return mapstore__errf(ms, KEEL_EINVAL, "setting %s: value missing or longer than %d", name,
                               MAPSTORE_SETTING_VALUE_MAX);
-    return ms->ops->setting_set(ms, name, value, now_ms);
+    if ((rc = wrote(ms, ms->ops->setting_set(ms, name, value, now_ms)))) return rc;
+    (void)msc_put_setting(ms, name, value, now_ms);
+    return 0;
 }
 
 int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out) {
     int rc;
     if ((rc = check_setting_name(ms, name)) || (rc = check_out(ms, out, out))) return rc;
-    return ms->ops->setting_get(ms, name, out);
+    if ((rc = msc_settings(ms))) return rc;
+    const mapstore_setting *st = msc_setting(ms, name);
+    if (!st) return mapstore__errf(ms, KEEL_ENOTFOUND, "no setting %s", name);
+    *out = *st;
+    return 0;
 }
 
 int mapstore_setting_unset(mapstore *ms, const char *name) {
     int rc;
     if ((rc = check_setting_name(ms, name))) return rc;
-    return ms->ops->setting_unset(ms, name);
+    rc = ms->ops->setting_unset(ms, name);
+    ms->writes++;
+    if (rc == KEEL_ENOTFOUND) return rc; /* nothing changed: the cache still holds */
+    if (rc) return msc_drop(ms), rc;
+    msc_del_setting(ms, name);
+    return 0;
 }
 
 int mapstore_setting_list(mapstore *ms, mapstore_setting **out, size_t *n) {
     int rc;
     if ((rc = check_out(ms, out, n))) return rc;
-    return ms->ops->setting_list(ms, out, n);
+    if ((rc = msc_settings(ms))) return rc;
+    *n = ms->c.ns;
+    return copy_out(ms, ms->c.settings, ms->c.ns, sizeof **out, (void **)out);
 }

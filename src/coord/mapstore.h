@@ -223,6 +223,11 @@ KEEL_MUST_CHECK int mapstore_sqlite_open(const char *path, const mapstore_expect
 /* Closes the handle and releases the store. NULL is a no-op. */
 void mapstore_free(mapstore *ms);
 
+/* Calls that reached the backend so far: reads (a read is served from the
+ * handle's memory once loaded, so these grow only at start and after a
+ * failed write) and writes. Either pointer may be NULL. */
+void mapstore_counters(const mapstore *ms, uint64_t *reads, uint64_t *writes);
+
 /* Why the last failed call on ms failed, for logs. Never NULL; valid until
  * the next call on ms. */
 const char *mapstore_errmsg(const mapstore *ms);
