@@ -158,11 +158,14 @@ void mapstore_counters(const mapstore *ms, uint64_t *reads, uint64_t *writes) {
     if (writes) *writes = ms->writes;
 }
 
-/* Counts a backend write; a failed one drops the cache (the next read
- * reloads what the backend holds). */
+/* Counts a backend write. A refusal (bad argument for the stored state,
+ * not found, exists, range) changed nothing, by the contract, and keeps the
+ * cache; any other failure (I/O, memory, corruption) drops it, so the next
+ * read reloads what the backend holds. */
 static int wrote(mapstore *ms, int rc) {
     ms->writes++;
-    if (rc) msc_drop(ms);
+    if (rc && rc != KEEL_EINVAL && rc != KEEL_ENOTFOUND && rc != KEEL_EEXIST && rc != KEEL_ERANGE)
+        msc_drop(ms);
     return rc;
 }
 
@@ -532,10 +535,7 @@ int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out) 
 int mapstore_setting_unset(mapstore *ms, const char *name) {
     int rc;
     if ((rc = check_setting_name(ms, name))) return rc;
-    rc = ms->ops->setting_unset(ms, name);
-    ms->writes++;
-    if (rc == KEEL_ENOTFOUND) return rc; /* nothing changed: the cache still holds */
-    if (rc) return msc_drop(ms), rc;
+    if ((rc = wrote(ms, ms->ops->setting_unset(ms, name)))) return rc;
     msc_del_setting(ms, name);
     return 0;
 }

@@ -9,9 +9,10 @@
  * read from the backend once, on first use, and after that every read is
  * served from memory. Every successful write is applied to the cache by the
  * same rules the backend applies (mapstore.h states them: epoch + 1 on an
- * ownership change, phase times on a move advance, and so on); a write that
- * fails drops the whole cache, so the next read reloads what the backend
- * holds. Nothing here changes what a call returns, only where it is read
+ * ownership change, phase times on a move advance, and so on); a refused
+ * write changed nothing (the contract) and leaves the cache as it is; any
+ * other failure (I/O, memory) drops the whole cache, so the next read
+ * reloads what the backend holds. Nothing here changes what a call returns, only where it is read
  * from; test-mapstore checks the cache against a fresh open after random
  * sequences of calls.
  *
