@@ -674,6 +674,15 @@ static void coord_render_detector_metrics(coord *co, kbuf *b, const node_view *v
                 (unsigned long long)co->detector.suspect_total,
                 (unsigned long long)co->detector.down_total, COORD_CLOCK_GAP_MS,
                 (unsigned long long)co->clock.stalls, (double)co->clock.credited / 1000.0);
+    uint64_t reads, writes;
+    mapstore_counters(co->ms, &reads, &writes);
+    kbuf_printf(b,
+                "# HELP keel_mapstore_reads_total Map store reads that reached the backend "
+                "(others are served from memory).\n"
+                "# TYPE keel_mapstore_reads_total counter\nkeel_mapstore_reads_total %llu\n"
+                "# HELP keel_mapstore_writes_total Map store writes (transactions).\n"
+                "# TYPE keel_mapstore_writes_total counter\nkeel_mapstore_writes_total %llu\n",
+                (unsigned long long)reads, (unsigned long long)writes);
 }
 
 void coord_render_metrics(void *arg, kbuf *b) {

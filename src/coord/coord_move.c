@@ -197,10 +197,24 @@ static int refresh(cms *x, cmove *m) {
 
 static void drive(cms *x, cmove *m);
 
+/* Progress bytes are persisted at phase changes only (copy done, fence,
+ * commit, abort): a report every few hundred ms is memory, not an fsync.
+ * A failure is logged: the figure is for people, the outcome does not
+ * depend on it. */
+static void persist_bytes(cms *x, cmove *m) {
+    if (m->bytes == m->rec.bytes) return;
+    if (mapstore_move_set_bytes(x->co->ms, m->rec.id, m->bytes))
+        keel_log(KEEL_LOG_WARN, "move_progress_persist_failed", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, mapstore_errmsg(x->co->ms));
+    else
+        m->rec.bytes = m->bytes;
+}
+
 /* Records the abort durably, then lets drive() tell the nodes. */
 static void abort_move(cms *x, cmove *m, const char *reason) {
     int64_t now = keel_wall_ms();                        /* for the record */
     if (m->rec.state >= MAPSTORE_MOVE_COMMITTED) return; /* only forward after the commit */
+    persist_bytes(x, m);
     if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_ABORTED, now, reason)) {
         keel_log(KEEL_LOG_ERROR, "move_abort_failed", "move=%llu error=\"%s\"",
                  (unsigned long long)m->rec.id, mapstore_errmsg(x->co->ms));
@@ -389,6 +403,7 @@ static void commit_move(cms *x, cmove *m) {
         return;
     }
     uint64_t epoch = 0, version = 0;
+    persist_bytes(x, m);
     int rc = mapstore_move_commit(co->ms, m->rec.id, now, &epoch, &version);
     if (rc) {
         keel_log(KEEL_LOG_ERROR, "move_commit_failed", "move=%llu error=\"%s\"",
@@ -587,6 +602,7 @@ static void drive(cms *x, cmove *m) {
 
 static void start_fence(cms *x, cmove *m) {
     if (m->rec.state != MAPSTORE_MOVE_CATCHING_UP || m->fence_step) return;
+    persist_bytes(x, m);
     if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_FENCED, keel_wall_ms(), NULL))
         return;
     refresh(x, m);
@@ -720,13 +736,11 @@ int coord_move_report(coord *co, const char *from, int argc, char **argv, const 
         return 0;
     }
     if (m->rec.state == MAPSTORE_MOVE_COPYING && strcmp(phase, "copying") != 0) {
+        persist_bytes(x, m);
         if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, keel_wall_ms(),
                                   NULL) == 0)
             refresh(x, m);
     }
-    if (mapstore_move_set_bytes(co->ms, m->rec.id, m->bytes))
-        keel_log(KEEL_LOG_WARN, "move_progress_persist_failed", "move=%llu error=\"%s\"",
-                 (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
     /* Fence only on a measured backlog under fence_lag_bytes: the fence
      * drains the rest while writes are held. */
     if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP && lag_known &&

@@ -25,7 +25,6 @@
 #include "core/err.h"
 #include "core/id.h"
 
-
 static const char *const liveness_names[MAPSTORE_NODE_NLIVENESS] = {"UP", "SUSPECT", "DOWN"};
 
 static const char *const membership_names[MAPSTORE_MEMBER_N] = {"ACTIVE", "DRAINING", "REMOVED"};
@@ -464,8 +463,8 @@ int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state, 
     if (abort_reason && state != MAPSTORE_MOVE_ABORTED)
         return mapstore__errf(ms, KEEL_EINVAL, "an abort reason needs state ABORTED");
     if ((rc = check_reason(ms, abort_reason))) return rc;
-    if ((rc = wrote(ms, ms->ops->move_advance(ms, id, state, now_ms,
-                                              abort_reason ? abort_reason : ""))))
+    if ((rc = wrote(
+             ms, ms->ops->move_advance(ms, id, state, now_ms, abort_reason ? abort_reason : ""))))
         return rc;
     mapstore_move *m = msc_move(ms, id);
     if (m) {

@@ -1235,8 +1235,8 @@ static int random_calls(fx *f, uint64_t *rng, int round, int calls) {
         int64_t now = NOW + round * 1000 + k;
         const char *id = ids[xs_next(rng, 4)];
         unsigned p = xs_next(rng, 16);
-        mapstore_node n = node(id, xs_next(rng, 2) ? "127.0.0.1" : "10.0.0.9",
-                               7000 + (int)xs_next(rng, 3));
+        mapstore_node n =
+            node(id, xs_next(rng, 2) ? "127.0.0.1" : "10.0.0.9", 7000 + (int)xs_next(rng, 3));
         uint64_t mid = 1 + xs_next(rng, 12);
         mapstore_move mv;
         mapstore_partition *ps;
@@ -1244,25 +1244,41 @@ static int random_calls(fx *f, uint64_t *rng, int round, int calls) {
         mapstore_placement pl[16];
         int rc = 0;
         switch (xs_next(rng, 15)) {
-        case 0: rc = mapstore_node_upsert(f->ms, &n, now); break;
-        case 1: rc = mapstore_node_set_liveness(f->ms, id, (mapstore_liveness)xs_next(rng, 3)); break;
+        case 0:
+            rc = mapstore_node_upsert(f->ms, &n, now);
+            break;
+        case 1:
+            rc = mapstore_node_set_liveness(f->ms, id, (mapstore_liveness)xs_next(rng, 3));
+            break;
         case 2:
             rc = mapstore_node_set_membership(f->ms, id, (mapstore_membership)xs_next(rng, 2));
             break;
-        case 3: rc = mapstore_node_heartbeat(f->ms, id, now); break;
+        case 3:
+            rc = mapstore_node_heartbeat(f->ms, id, now);
+            break;
         case 4:
             rc = mapstore_partition_set_owner(f->ms, p, xs_next(rng, 5) ? id : NULL, NULL, NULL);
             break;
-        case 5: rc = mapstore_partition_set_pinned(f->ms, p, (int)xs_next(rng, 2)); break;
-        case 6: rc = mapstore_move_create(f->ms, p, id, "r", now, NULL); break;
+        case 5:
+            rc = mapstore_partition_set_pinned(f->ms, p, (int)xs_next(rng, 2));
+            break;
+        case 6:
+            rc = mapstore_move_create(f->ms, p, id, "r", now, NULL);
+            break;
         case 7:
             if (mapstore_move_get(f->ms, mid, &mv) == 0)
                 rc = mapstore_move_advance(f->ms, mid, (mapstore_move_state)(mv.state + 1), now,
                                            NULL);
             break;
-        case 8: rc = mapstore_move_advance(f->ms, mid, MAPSTORE_MOVE_ABORTED, now, "x"); break;
-        case 9: rc = mapstore_move_commit(f->ms, mid, now, NULL, NULL); break;
-        case 10: rc = mapstore_move_set_bytes(f->ms, mid, xs_next(rng, 100000)); break;
+        case 8:
+            rc = mapstore_move_advance(f->ms, mid, MAPSTORE_MOVE_ABORTED, now, "x");
+            break;
+        case 9:
+            rc = mapstore_move_commit(f->ms, mid, now, NULL, NULL);
+            break;
+        case 10:
+            rc = mapstore_move_set_bytes(f->ms, mid, xs_next(rng, 100000));
+            break;
         case 11:
             rc = xs_next(rng, 3) ? mapstore_setting_set(f->ms, names[xs_next(rng, 3)], "v1", now)
                                  : mapstore_setting_unset(f->ms, names[xs_next(rng, 3)]);
