@@ -330,7 +330,14 @@ static void check_members(coord *co, int64_t now) {
         in[i].removed = nodes[i].membership == MAPSTORE_MEMBER_REMOVED;
         in[i].last_heard_ms = m ? m->last_hb_ms : 0;
     }
-    detector_policy pol = {.suspect_after_ms = coord_setting_ll(co, "node_suspect_after_ms"),
+    /* Late (for the brake): a heartbeat and a half missed, or half the
+     * suspect timeout, whichever is longer: a healthy node is never late
+     * between two heartbeats, however short the suspect timeout is set. */
+    int64_t suspect = coord_setting_ll(co, "node_suspect_after_ms");
+    int64_t late = 3 * coord_setting_ll(co, "heartbeat_ms") / 2;
+    if (late < suspect / 2) late = suspect / 2;
+    detector_policy pol = {.suspect_after_ms = suspect,
+                           .late_after_ms = late,
                            .dead_after_ms = coord_setting_ll(co, "node_dead_after_ms"),
                            .hold_ratio = 0.5,
                            .hold_min_nodes = 2};

@@ -510,8 +510,10 @@ static void drive(cms *x, cmove *m) {
             if (mapstore_node_get(co->ms, m->rec.from, &src)) return;
             char port[16];
             snprintf(port, sizeof port, "%d", src.port);
-            const char *argv[] = {"KEEL.MOVE.IN", t, id, p, e, m->rec.from, src.host, port};
-            if (send_to(x, m, m->rec.to, K_IN, 8, argv, NULL) == 0) m->busy_d = 1;
+            char lag[24]; /* the destination reports caught-up by the same threshold */
+            num(lag, sizeof lag, (uint64_t)coord_setting_ll(co, "fence_lag_bytes"));
+            const char *argv[] = {"KEEL.MOVE.IN", t, id, p, e, m->rec.from, src.host, port, lag};
+            if (send_to(x, m, m->rec.to, K_IN, 9, argv, NULL) == 0) m->busy_d = 1;
         }
         return;
     case MAPSTORE_MOVE_COPYING:

@@ -40,7 +40,8 @@
 typedef struct detector_policy {
     int64_t suspect_after_ms;
     int64_t dead_after_ms;
-    int64_t late_after_ms; /* 0 = suspect_after_ms / 2: late enough to count for the brake */
+    int64_t late_after_ms; /* late enough to count for the brake; 0 = suspect_after_ms / 2.
+                            * The coordinator uses max(1.5 heartbeats, suspect / 2). */
     double hold_ratio;     /* 0.5: hold when more than half look dead at once */
     size_t hold_min_nodes; /* 2: a single live node is never held */
 } detector_policy;

@@ -140,6 +140,7 @@ enum { IN_COPY, IN_CATCHUP, IN_APPLIED, IN_FAILED };
 typedef struct in_move {
     moves *mv;
     uint64_t id, epoch;
+    uint64_t fence_lag; /* the coordinator's fence_lag_bytes (KEEL.MOVE.IN), else the default */
     unsigned p;
     char src[KEEL_ID_MAX + 1], host[256];
     int port;
@@ -497,7 +498,7 @@ static void on_in_timer(uv_timer_t *t) {
         if (in->lag_bytes < in->best_backlog) {
             in->best_backlog = in->lag_bytes;
             in->stuck = 0;
-        } else if (in->lag_bytes > FENCE_LAG_DEFAULT && ++in->stuck >= STUCK_TICKS) {
+        } else if (in->lag_bytes > in->fence_lag && ++in->stuck >= STUCK_TICKS) {
             in->stuck = 0; /* the coordinator raises the budget or aborts; ask again later */
             keel_log(KEEL_LOG_WARN, "move_not_converging", "move=%llu partition=%u backlog=%llu",
                      (unsigned long long)in->id, in->p, (unsigned long long)in->lag_bytes);
@@ -580,7 +581,7 @@ static void on_changes(void *arg, void *tag, redisReply *r) {
             wake_verifier(in);
             return;
         }
-    } else if (in->lag_bytes <= FENCE_LAG_DEFAULT) {
+    } else if (in->lag_bytes <= in->fence_lag) {
         uint64_t now = keel_mono_us();
         if (now - in->last_caught_us > 100000) { /* tell at once, then at most every 100 ms */
             in->last_caught_us = now;
@@ -781,15 +782,17 @@ static int d_out(dctx *x) {
     return 0;
 }
 
-/* KEEL.MOVE.IN term m p epoch src host port */
+/* KEEL.MOVE.IN term m p epoch src host port [fence-lag-bytes] */
 static int d_in(dctx *x) {
     moves *mv = x->mv;
     server *s = mv->s;
-    uint64_t m, p, e, port;
-    if (x->argc != 8 || arg_u64(x, 2, &m) || arg_u64(x, 3, &p) || arg_u64(x, 4, &e) ||
+    uint64_t m, p, e, port, lag = FENCE_LAG_DEFAULT;
+    if (x->argc < 8 || x->argc > 9 || arg_u64(x, 2, &m) || arg_u64(x, 3, &p) || arg_u64(x, 4, &e) ||
         arg_u64(x, 7, &port) || port == 0 || port > 65535 || !ok_partition(x, p) ||
-        !keel_id_valid(x->argv[5], x->len[5]) || !keel_host_valid(x->argv[6], x->len[6])) {
-        d_err(x, "ERR bad KEEL.MOVE.IN: term move partition epoch source host port");
+        !keel_id_valid(x->argv[5], x->len[5]) || !keel_host_valid(x->argv[6], x->len[6]) ||
+        (x->argc == 9 && arg_u64(x, 8, &lag))) {
+        d_err(x, "ERR bad KEEL.MOVE.IN: term move partition epoch source host port "
+                 "[fence-lag-bytes]");
         return 0;
     }
     if (find_in(mv, m)) {
@@ -810,6 +813,7 @@ static int d_in(dctx *x) {
     }
     in->mv = mv;
     in->id = m, in->p = (unsigned)p, in->epoch = e, in->port = (int)port;
+    in->fence_lag = lag;
     snprintf(in->src, sizeof in->src, "%.*s", (int)x->len[5], x->argv[5]);
     snprintf(in->host, sizeof in->host, "%.*s", (int)x->len[6], x->argv[6]);
     unsigned lo, hi;
@@ -1335,7 +1339,7 @@ typedef struct dcmd {
 } dcmd;
 
 static const dcmd dcmds[] = {
-    {"keel.move.out", 1, 7, 7, d_out},         {"keel.move.in", 1, 8, 8, d_in},
+    {"keel.move.out", 1, 7, 7, d_out},         {"keel.move.in", 1, 8, 9, d_in},
     {"keel.move.fence", 1, 3, 3, d_fence},     {"keel.move.verify", 1, 4, 4, d_verify},
     {"keel.move.commit", 1, 4, 4, d_commit},   {"keel.move.abort", 1, 4, 4, d_abort},
     {"keel.move.cleanup", 1, 4, 4, d_cleanup}, {"keel.move.rate", 1, 4, 4, d_rate},

@@ -179,9 +179,16 @@ static void test_directive_numbers_strict(void **state) {
     assert_string_equal(RUN(f, "KEEL.MOVE.OUT", "1", "5", "0", "1", "a\"b", "1000"),
                         "-ERR bad KEEL.MOVE.OUT: term move partition epoch destination rate\r\n");
     assert_string_equal(RUN(f, "KEEL.MOVE.IN", "1", "5", "9", "1", "n2", "h\"x", "7002"),
-                        "-ERR bad KEEL.MOVE.IN: term move partition epoch source host port\r\n");
+                        "-ERR bad KEEL.MOVE.IN: term move partition epoch source host port "
+                        "[fence-lag-bytes]\r\n");
     assert_string_equal(RUN(f, "KEEL.MOVE.IN", "1", "5", "9", "1", "n2", "h", "70000"),
-                        "-ERR bad KEEL.MOVE.IN: term move partition epoch source host port\r\n");
+                        "-ERR bad KEEL.MOVE.IN: term move partition epoch source host port "
+                        "[fence-lag-bytes]\r\n");
+    /* The optional fence-lag-bytes (the coordinator's fence_lag_bytes) is a
+     * strict number too. */
+    assert_string_equal(RUN(f, "KEEL.MOVE.IN", "1", "5", "9", "1", "n2", "h", "7002", "1e6"),
+                        "-ERR bad KEEL.MOVE.IN: term move partition epoch source host port "
+                        "[fence-lag-bytes]\r\n");
     /* A well-formed one still goes through. */
     assert_string_equal(RUN(f, "KEEL.MOVE.ABORT", "1", "5", "0"), "+OK\r\n");
 }
