@@ -8,6 +8,7 @@
  * cleanups that fell due.
  */
 #include "coord/coord_move.h"
+#include "coord/coord_history.h"
 #include "coord/coord_int.h"
 #include "core/clock.h"
 #include "core/err.h"
@@ -194,6 +195,7 @@ static void abort_move(cms *x, cmove *m, const char *reason) {
         return;
     }
     refresh(x, m);
+    coord_history_event(x->co->history, now, m->rec.id, m->rec.partition, HISTORY_MOVE_ABORT);
     snprintf(m->phase, sizeof m->phase, "aborting");
     x->counts.aborted_total++;
     x->counts.last_end_ms = now;
@@ -273,6 +275,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         m->in_gen = l->gen;
         if (mapstore_move_advance(x->co->ms, id, MAPSTORE_MOVE_COPYING, now, NULL) == 0) {
             refresh(x, m);
+            coord_history_event(x->co->history, now, id, m->rec.partition, HISTORY_MOVE_START);
             m->last_report_ms = now;
             snprintf(m->phase, sizeof m->phase, "copying");
         }
@@ -322,6 +325,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
                 m->pause_ms = (double)(keel_mono_us() - m->fence_us) / 1000.0;
                 x->counts.last_pause_ms = m->pause_ms;
                 if (m->pause_ms > x->counts.max_pause_ms) x->counts.max_pause_ms = m->pause_ms;
+                metrics_observe(&x->counts.pause, m->pause_ms / 1000.0);
             }
         } else if (r) {
             keel_log(KEEL_LOG_WARN, "move_commit_push_failed", "move=%llu node=%s error=\"%s\"",
@@ -384,6 +388,7 @@ static void commit_move(cms *x, cmove *m) {
         return;
     }
     refresh(x, m);
+    coord_history_event(co->history, now, m->rec.id, m->rec.partition, HISTORY_MOVE_COMMIT);
     x->counts.committed_total++;
     x->counts.last_end_ms = now;
     if (x->last_commit_ms) x->last_commit_ms[m->rec.partition] = now;
@@ -661,7 +666,9 @@ void coord_move_report(coord *co, const char *from, int argc, char **argv) {
     const char *phase = argv[2];
     m->last_report_ms = now;
     snprintf(m->phase, sizeof m->phase, "%s", phase);
-    m->bytes = strtoull(argv[3], NULL, 10);
+    uint64_t bytes = strtoull(argv[3], NULL, 10);
+    if (bytes > m->bytes) x->counts.bytes_total += bytes - m->bytes;
+    m->bytes = bytes;
     m->keys = strtoull(argv[4], NULL, 10);
     int lag_known = argv[5][0] != '-'; /* "-1": the catch-up has not answered yet */
     m->lag_bytes = lag_known ? strtoull(argv[5], NULL, 10) : 0;
