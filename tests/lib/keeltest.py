@@ -784,3 +784,34 @@ def start_cluster_node(coord_port, secret, node_id, port=None, dir=None, extra=(
     return start_keel(["--coord", "127.0.0.1:%d" % coord_port, "--secret-file", secret,
                        "--id", node_id, "--fsync", "always"] + list(extra), dir=dir, port=port,
                       ready_timeout=15)
+
+
+# ---- Prometheus conventions ----------------------------------------------------
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+
+def promtool_check(text, what="/metrics"):
+    """Runs `promtool check metrics` (Debian's prometheus package) on an
+    exposition page; fails on any problem or warning it prints (missing
+    HELP, non-base units, counters without _total...). Every test that
+    scrapes a /metrics page passes it through here."""
+    if not os.access(PROMTOOL, os.X_OK):
+        raise Failure("promtool not found at %s (make deps installs the prometheus package)"
+                      % PROMTOOL)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=30)
+    out = (r.stdout + r.stderr).strip()
+    if r.returncode != 0 or out:
+        raise Failure("promtool check metrics on %s (exit %d):\n%s" % (what, r.returncode, out))
+    return text
+
+
+def scrape_metrics(port, what=None, host="127.0.0.1"):
+    """GET http://host:port/metrics, checked by promtool; returns the text."""
+    import urllib.request
+    with urllib.request.urlopen("http://%s:%d/metrics" % (host, port), timeout=5) as r:
+        text = r.read().decode()
+    return promtool_check(text, what or "%s:%d/metrics" % (host, port))

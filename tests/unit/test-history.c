@@ -56,8 +56,9 @@ static void first_after_finds_the_boundary(void **st) {
     }
     size_t n = coord_history_count(h);
     assert_int_equal(coord_history_first_after(h, 0), 0);
-    assert_int_equal(coord_history_first_after(h, 11 * 1000), 0); /* the oldest held is 11 s */
-    assert_int_equal(coord_history_first_after(h, 11 * 1000 + 1), 1);
+    assert_int_equal(coord_history_first_after(h, 10 * 1000), 0); /* the oldest held is 11 s */
+    assert_int_equal(coord_history_first_after(h, 11 * 1000 - 1), 0);
+    assert_int_equal(coord_history_first_after(h, 11 * 1000), 1);
     assert_int_equal(coord_history_first_after(h, 100 * 1000), 100 - 11 + 1);
     assert_int_equal(coord_history_first_after(h, (HISTORY_SAMPLES + 10) * 1000), n);
     assert_int_equal(coord_history_first_after(h, INT64_MAX), n);
