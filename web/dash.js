@@ -59,7 +59,10 @@ function colour(i) { return PALETTE[((i % PALETTE.length) + PALETTE.length) % PA
 function mergeHistory(h, now) {
   dash.columns = h.columns;
   for (const s of h.samples) if (s[0] > dash.since) dash.samples.push(s);
-  for (const e of h.events) dash.events.push(e);
+  // The server repeats events newer than the caller's last sample, which
+  // may include some already held: keep one of each (move, kind).
+  const seen = new Set(dash.events.map((e) => e[1] + ':' + e[3]));
+  for (const e of h.events) if (!seen.has(e[1] + ':' + e[3])) dash.events.push(e);
   if (dash.samples.length) dash.since = dash.samples[dash.samples.length - 1][0];
   const cut = now - HOUR_MS;
   while (dash.samples.length && dash.samples[0][0] < cut) dash.samples.shift();
