@@ -12,7 +12,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { chromium } = require(path.join(process.env.NPM_DIR || 'build/npm', 'node_modules', 'playwright-core'));
+const { chromium } = require(path.resolve(process.env.NPM_DIR || 'build/npm', 'node_modules', 'playwright-core'));
 
 function cpuTicks(pid) {
   const f = fs.readFileSync('/proc/' + pid + '/stat', 'utf8');

@@ -77,9 +77,12 @@ function colValue(s, field, c) {
 /* Vertical lines at move events: drawn in the chart's own underlay hook. */
 function eventLines(canvas, area, g) {
   const [x0, x1] = g.xAxisRange();
-  const col = { start: 'rgba(46,125,50,.7)', commit: 'rgba(21,101,192,.7)', abort: 'rgba(198,40,40,.8)' };
-  for (const e of dash.events) {
-    if (e[0] < x0 || e[0] > x1) continue;
+  const shown = dash.events.filter((e) => e[0] >= x0 && e[0] <= x1);
+  // Hundreds of moves after a join would paint a solid block: fade with count.
+  const a = Math.max(0.08, Math.min(0.7, 20 / Math.max(1, shown.length)));
+  const col = { start: 'rgba(46,125,50,' + a + ')', commit: 'rgba(21,101,192,' + a + ')',
+    abort: 'rgba(198,40,40,' + Math.max(a, 0.6) + ')' };
+  for (const e of shown) {
     const x = g.toDomXCoord(e[0]);
     canvas.strokeStyle = col[e[3]] || '#888';
     canvas.lineWidth = 1;
@@ -168,7 +171,7 @@ function annotateLatency(labels) {
     return ts[lo];
   };
   const letter = { start: 'S', commit: 'C', abort: 'A' };
-  g.setAnnotations(dash.events.slice(-60).map((e) => ({
+  g.setAnnotations(dash.events.slice(-12).map((e) => ({
     series: labels[2] || labels[1], x: near(e[0]), shortText: letter[e[3]] || '?',
     text: 'move ' + e[1] + ' (partition ' + e[2] + ') ' + e[3], cssClass: 'ann-' + e[3],
   })));
@@ -228,7 +231,12 @@ function drawMoves(st) {
     o.textContent = 'No move in flight.';
     o.className = 'oldest';
   }
-  $('moves-active').tBodies[0].replaceChildren(...mv.active.map((m) => el('tr', { class: 'move', 'data-move': m.id,
+  const MAX_ROWS = 40;
+  // Moving first, then queued; each by id.
+  const active = mv.active.slice().sort((a, b) => (a.queued - b.queued) || (a.id - b.id));
+  const more = active.length - MAX_ROWS;
+  $('moves-more').textContent = more > 0 ? '… and ' + more + ' more in flight or queued' : '';
+  $('moves-active').tBodies[0].replaceChildren(...active.slice(0, MAX_ROWS).map((m) => el('tr', { class: 'move', 'data-move': m.id,
     'data-state': m.state },
   el('td', {}, m.id), el('td', {}, m.partition), el('td', {}, m.from + ' → ' + m.to),
   el('td', {}, m.queued ? 'queued' : m.state + ' / ' + (m.phase || '–')),

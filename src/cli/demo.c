@@ -203,9 +203,9 @@ static void spawn_node(demo *d, long i) {
     snprintf(ndir, sizeof ndir, "%s/n%ld", d->dir, i);
     snprintf(id, sizeof id, "n%ld", i);
     snprintf(log, sizeof log, "%s/n%ld.log", d->dir, i);
-    char *node[] = {d->exe,  "node",          "--port", port, "--dir",          ndir,
-                    "--coord", cport,           "--secret-file", secret, "--id", id,
-                    "--metrics-port", mport, NULL};
+    char *node[] = {
+        d->exe,          "node", "--port", port, "--dir",          ndir,  "--coord", cport,
+        "--secret-file", secret, "--id",   id,   "--metrics-port", mport, NULL};
     d->pids[i] = spawn(d, log, node);
 }
 
@@ -217,7 +217,7 @@ static int start_cluster(demo *d) {
     snprintf(log, sizeof log, "%s/coord.log", d->dir);
     int st;
     if (waitpid(spawn(d, log, init), &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) return -1;
-    char *coord[] = {d->exe,   "coord",     "--dir",       d->dir, "--port",
+    char *coord[] = {d->exe,    "coord",       "--dir",  d->dir, "--port",
                      coordport, "--http-port", httpport, NULL};
     d->pids[0] = spawn(d, log, coord);
     for (long i = 1; i <= d->nodes; i++)

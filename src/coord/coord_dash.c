@@ -331,8 +331,13 @@ static void moves_json(dash *d, cJSON *root) {
         cJSON_AddBoolToObject(o, "queued", st && !strcmp(st, "PLANNED"));
         int in_flight = !ended && st && strcmp(st, "COMMITTED") != 0;
         cJSON_AddBoolToObject(o, "overdue", in_flight && age > 3 * exp);
-        cJSON_AddItemToArray(ended ? recent : active, o);
         if (in_flight && age > oldest_age) oldest_age = age, oldest = o;
+        /* Committed moves only wait for their cleanup: counted, not listed
+         * (after a join there can be hundreds). */
+        if (!ended && !in_flight)
+            cJSON_Delete(o);
+        else
+            cJSON_AddItemToArray(ended ? recent : active, o);
     }
     cJSON_Delete(all);
     if (oldest) {
