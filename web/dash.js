@@ -249,7 +249,8 @@ function drawMoves(st) {
   $('moves-recent').tBodies[0].replaceChildren(...mv.recent.slice().reverse().map((m) => el('tr',
     { class: 'recent', 'data-move': m.id, 'data-state': m.state },
     el('td', {}, m.id), el('td', {}, m.partition), el('td', {}, m.from + ' → ' + m.to),
-    el('td', { class: 'outcome-' + m.state }, m.state === 'DONE' ? 'done' : 'aborted'),
+    el('td', { class: 'outcome-' + m.state }, m.state === 'DONE' ? 'done' : m.state === 'ABORTED' ? 'aborted'
+      : 'committed (' + (m.phase || 'awaiting cleanup') + ')'),
     el('td', {}, m.reason), el('td', { class: 'num' }, fmtBytes(m.bytes)),
     el('td', { class: 'num' }, m.write_pause_ms === null ? '–' : fmtNum(m.write_pause_ms, 1) + ' ms'),
     el('td', { class: 'num' }, fmtAge(m.time_to_commit_s === undefined ? m.age_s : m.time_to_commit_s)))));

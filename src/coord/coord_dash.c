@@ -328,18 +328,17 @@ static void moves_json(dash *d, cJSON *root) {
         double total = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "total_bytes"));
         double exp = expected_s(isfinite(total) ? total : 0, throttle);
         cJSON_AddNumberToObject(o, "expected_s", exp);
-        cJSON_AddBoolToObject(o, "queued", st && !strcmp(st, "PLANNED"));
         int in_flight = !ended && st && strcmp(st, "COMMITTED") != 0;
         cJSON_AddBoolToObject(o, "overdue", in_flight && age > 3 * exp);
         if (in_flight && age > oldest_age) oldest_age = age, oldest = o;
-        /* Committed moves only wait for their cleanup: counted, not listed
-         * (after a join there can be hundreds). */
-        if (!ended && !in_flight)
-            cJSON_Delete(o);
-        else
-            cJSON_AddItemToArray(ended ? recent : active, o);
+        /* Committed moves only wait for their cleanup: for the operator they
+         * are finished, so they are listed with the recent ones. */
+        cJSON_AddItemToArray(in_flight ? active : recent, o);
     }
     cJSON_Delete(all);
+    /* The newest RECENT_MOVES only: after a join hundreds may await cleanup. */
+    while (cJSON_GetArraySize(recent) > RECENT_MOVES)
+        cJSON_DeleteItemFromArray(recent, 0);
     if (oldest) {
         cJSON *o = cJSON_AddObjectToObject(mv, "oldest");
         cJSON_AddNumberToObject(o, "id", cJSON_GetNumberValue(cJSON_GetObjectItem(oldest, "id")));

@@ -789,6 +789,9 @@ static void move_json(cms *x, cJSON *o, const mapstore_move *r, const cmove *m, 
     cJSON_AddStringToObject(o, "to", r->to);
     cJSON_AddStringToObject(o, "state", mapstore_move_state_name(r->state));
     cJSON_AddStringToObject(o, "phase", m ? m->phase : "");
+    /* Waiting for a concurrency slot: planned, and OUT not yet sent. */
+    cJSON_AddBoolToObject(o, "queued",
+                          m && r->state == MAPSTORE_MOVE_PLANNED && !m->out_acked && !m->busy_s);
     uint64_t bytes = m && m->bytes > r->bytes ? m->bytes : r->bytes;
     cJSON_AddNumberToObject(o, "bytes", (double)bytes);
     /* Finished moves: from memory while the coordinator remembers them, else
