@@ -112,9 +112,10 @@ static redisContext *dial(int port) {
     return NULL;
 }
 
-/* Reads CLUSTER SLOTS from node 1 into slot_port; returns slots covered. */
-static int read_slots(demo *d) {
-    redisContext *c = dial((int)d->base + 1);
+/* Reads CLUSTER SLOTS from node i into slot_port[16384]; returns the slots
+ * covered. */
+static int read_slots_from(demo *d, long i, int *slot_port) {
+    redisContext *c = dial((int)(d->base + i));
     if (!c) return 0;
     redisReply *r = redisCommand(c, "CLUSTER SLOTS");
     int covered = 0;
@@ -123,11 +124,24 @@ static int read_slots(demo *d) {
         if (e->elements < 3) continue;
         int port = (int)e->element[2]->element[1]->integer;
         for (long s = e->element[0]->integer; s <= e->element[1]->integer; s++, covered++)
-            d->slot_port[s] = port;
+            slot_port[s] = port;
     }
     freeReplyObject(r);
     redisFree(c);
     return covered;
+}
+
+/* The cluster serves once every node has the whole map, and the same map:
+ * node 1 alone having it is not enough, since another node learns the
+ * placement with its next heartbeat (up to a second later) and would refuse
+ * the load's first writes meanwhile. Returns 1 with slot_port filled. */
+static int read_slots(demo *d) {
+    static int other[16384];
+    if (read_slots_from(d, 1, d->slot_port) != 16384) return 0;
+    for (long i = 2; i <= d->nodes; i++)
+        if (read_slots_from(d, i, other) != 16384 || memcmp(other, d->slot_port, sizeof other) != 0)
+            return 0;
+    return 1;
 }
 
 /* demo:<i> = "value-<i>:" padded with 'x' to value_size bytes. */
@@ -223,7 +237,7 @@ static int start_cluster(demo *d) {
     for (long i = 1; i <= d->nodes; i++)
         spawn_node(d, i);
     for (int t = 0; t < 300 && !stop_requested; t++) { /* up to 30 s for placement */
-        if (read_slots(d) == 16384) return 0;
+        if (read_slots(d)) return 0;
         usleep(100 * 1000);
     }
     return -1;
