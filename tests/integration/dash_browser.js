@@ -71,14 +71,18 @@ async function main() {
     if (!id) throw new Error('keel move printed no id: ' + out);
     const row = 'tr.move[data-move="' + id + '"]';
     await page.waitForSelector(row + ' [role=progressbar]', { timeout: 10000 });
-    const seen = new Set();
-    for (let i = 0; i < 30; i++) {
+    const seen = [];
+    for (let i = 0; i < 60; i++) {
       const v = await page.getAttribute(row + ' [role=progressbar]', 'aria-valuenow', { timeout: 2000 }).catch(() => null);
       if (v === null) break;
-      seen.add(Number(v));
+      if (!seen.length || seen[seen.length - 1] !== Number(v)) seen.push(Number(v));
       await page.waitForTimeout(250);
     }
-    ok('move ' + id + ' appears in flight with a progress bar (values seen: ' + [...seen].sort((a, b) => a - b).join(',') + ')');
+    // The throttle makes the copy last seconds: the bar must move, forward.
+    if (seen.length < 2 || seen.some((v, i) => i && v < seen[i - 1])) {
+      throw new Error('progress bar did not advance: ' + seen.join(','));
+    }
+    ok('move ' + id + ' appears in flight with a progress bar that advances (' + seen.join(',') + ')');
     await page.waitForSelector('tr.recent[data-move="' + id + '"][data-state="DONE"]', { timeout: 40000 });
     ok('move ' + id + ' then shows as done');
     await page.waitForFunction((pid) => window.keelDash.events.some((e) => e[1] === pid && e[3] === 'commit'),
