@@ -338,6 +338,11 @@ async function poll() {
     const r = await fetch('/api/dashboard?since=' + dash.since + '&grid=' + dash.grid, { cache: 'no-store' });
     if (!r.ok) throw new Error('HTTP ' + r.status);
     const j = await r.json();
+    if (j.now_ms < dash.since) { // the coordinator's clock stepped back: start over
+      dash.samples = [];
+      dash.events = [];
+      dash.since = 0;
+    }
     mergeHistory(j.history, j.now_ms);
     draw(j);
     dash.polls++;

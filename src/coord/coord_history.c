@@ -50,7 +50,7 @@ const char *coord_history_col_id(const coord_history *h, size_t c) {
 }
 
 void coord_history_add(coord_history *h, const history_sample *s) {
-    if (h->count && s->t_ms < coord_history_at(h, h->count - 1)->t_ms) return;
+    if (h->count && s->t_ms < coord_history_at(h, h->count - 1)->t_ms) h->first = h->count = 0;
     if (h->count < HISTORY_SAMPLES) {
         h->samples[(h->first + h->count++) % HISTORY_SAMPLES] = *s;
     } else {

@@ -77,7 +77,9 @@ size_t coord_history_ncols(const coord_history *h);
 const char *coord_history_col_id(const coord_history *h, size_t c);
 
 /* Appends a copy of s (the oldest sample is dropped when full). Samples
- * must come in time order; one older than the newest is ignored. */
+ * are kept in time order: one older than the newest (the wall clock stepped
+ * back) empties the sample ring first, so the history restarts from s
+ * rather than stopping until the clock catches up. Events are kept. */
 void coord_history_add(coord_history *h, const history_sample *s);
 /* Samples held (at most HISTORY_SAMPLES), and sample i, 0 = oldest
  * (borrowed until the next add; NULL out of range). */

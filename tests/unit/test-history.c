@@ -65,14 +65,19 @@ static void first_after_finds_the_boundary(void **st) {
     coord_history_free(h);
 }
 
-/* A sample older than the newest is ignored: the search needs order. */
-static void out_of_order_sample_is_ignored(void **st) {
+/* A sample older than the newest (the wall clock stepped back) restarts
+ * the history from it: order holds for the search, and sampling goes on. */
+static void clock_step_back_restarts_the_history(void **st) {
     coord_history *h = coord_history_new();
-    history_sample a = at_time(2000), b = at_time(1000);
+    history_sample a = at_time(2000), b = at_time(3000), c = at_time(1000), d = at_time(1500);
     coord_history_add(h, &a);
     coord_history_add(h, &b);
+    coord_history_add(h, &c);
     assert_int_equal(coord_history_count(h), 1);
-    assert_int_equal(coord_history_at(h, 0)->t_ms, 2000);
+    assert_int_equal(coord_history_at(h, 0)->t_ms, 1000);
+    coord_history_add(h, &d);
+    assert_int_equal(coord_history_count(h), 2);
+    assert_int_equal(coord_history_first_after(h, 1000), 1);
     coord_history_free(h);
 }
 
@@ -118,7 +123,7 @@ int main(void) {
         cmocka_unit_test(memory_is_bounded),
         cmocka_unit_test(ring_keeps_the_newest_hour),
         cmocka_unit_test(first_after_finds_the_boundary),
-        cmocka_unit_test(out_of_order_sample_is_ignored),
+        cmocka_unit_test(clock_step_back_restarts_the_history),
         cmocka_unit_test(columns_are_stable_and_bounded),
         cmocka_unit_test(events_wrap_and_null_is_a_no_op),
     };
