@@ -7,10 +7,16 @@ ARGS       ?=
 
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
             librocksdb-dev libuv1-dev libsqlite3-dev libssl-dev libhiredis-dev \
-            libcmocka-dev libmicrohttpd-dev libcjson-dev libfaketime \
-            redis-tools redis-server python3-redis
+            libcmocka-dev libmicrohttpd-dev libcjson-dev libfaketime python3-cryptography \
+            redis-tools redis-server python3-redis \
+            libjs-dygraphs prometheus chromium nodejs
+# The dashboard's browser test drives Debian's chromium with playwright-core
+# from npm, installed under the build directory (never committed). npm comes
+# with nodejs where nodejs is NodeSource's; Debian's own nodejs needs the
+# separate npm package (not listed: it conflicts with NodeSource's nodejs).
+PLAYWRIGHT := playwright-core@1.65.1
 
-.PHONY: all deps build build-asan test demo bench clean format sim-soak
+.PHONY: all deps npm-deps build build-asan test demo bench clean format sim-soak
 
 all: build
 
@@ -25,6 +31,13 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+npm-deps:
+	@if [ ! -f $(BUILD)/npm/node_modules/playwright-core/package.json ]; then \
+	  if command -v npm >/dev/null; then \
+	    mkdir -p $(BUILD)/npm && npm install --silent --no-audit --no-fund --prefix $(BUILD)/npm $(PLAYWRIGHT); \
+	  else echo "npm-deps: no npm: the dashboard's browser test will be skipped"; fi; \
+	fi
+
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -35,7 +48,7 @@ build-asan: deps
 
 # Unit + integration + fuzz in the normal build, then the unit tests again
 # under ASan/UBSan.
-test: build build-asan
+test: build build-asan npm-deps
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -L unit
 

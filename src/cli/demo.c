@@ -11,7 +11,11 @@
  *     during the rebalance, bytes moved against the floor, the longest write
  *     pause, client errors and lost writes (must be 0).
  * Then it stays up for redis-cli until Ctrl-C, or stops after --exit-after
- * seconds, stops every process with SIGTERM and removes the directory. */
+ * seconds, stops every process with SIGTERM and removes the directory.
+ *
+ * The dashboard (docs/dashboard.md) is up the whole time on the
+ * coordinator's HTTP port, BASE+80, and node i serves /metrics on BASE+80+i:
+ * the ports contrib/prometheus/keel.yml scrapes for the default BASE 7000. */
 #include "cli/demo_client.h"
 #include "core/clock.h"
 #include "core/crc16.h"
@@ -33,6 +37,7 @@
 
 #define DEMO_MAX_NODES 9
 #define REBALANCE_TIMEOUT_S 600
+#define HTTP_OFFSET 80 /* the coordinator's HTTP port is BASE+80, node i's metrics BASE+80+i */
 
 int moves_render(redisContext *c, int all, int tty, const char *header); /* moves_watch.c */
 
@@ -69,7 +74,9 @@ static int parse_flags(demo *d, int argc, char **argv) {
                    "                 [--port BASE] [--exit-after SECONDS]\n"
                    "  N nodes (default 4) and K keys (default 500000) of B bytes (default 100);\n"
                    "  then one more node joins and the cluster rebalances itself (--join 0: no)\n"
-                   "  the coordinator listens on BASE (default 7000), node i on BASE+i\n");
+                   "  the coordinator listens on BASE (default 7000), node i on BASE+i;\n"
+                   "  the dashboard is at http://127.0.0.1:BASE+80/ and node i serves\n"
+                   "  /metrics on BASE+80+i\n");
             exit(0);
         }
         int rc = !strcmp(f, "--port")         ? parse_num(f, v, 1, 65000, &d->base)
@@ -105,9 +112,10 @@ static redisContext *dial(int port) {
     return NULL;
 }
 
-/* Reads CLUSTER SLOTS from node 1 into slot_port; returns slots covered. */
-static int read_slots(demo *d) {
-    redisContext *c = dial((int)d->base + 1);
+/* Reads CLUSTER SLOTS from node i into slot_port[16384]; returns the slots
+ * covered. */
+static int read_slots_from(demo *d, long i, int *slot_port) {
+    redisContext *c = dial((int)(d->base + i));
     if (!c) return 0;
     redisReply *r = redisCommand(c, "CLUSTER SLOTS");
     int covered = 0;
@@ -116,11 +124,24 @@ static int read_slots(demo *d) {
         if (e->elements < 3) continue;
         int port = (int)e->element[2]->element[1]->integer;
         for (long s = e->element[0]->integer; s <= e->element[1]->integer; s++, covered++)
-            d->slot_port[s] = port;
+            slot_port[s] = port;
     }
     freeReplyObject(r);
     redisFree(c);
     return covered;
+}
+
+/* The cluster serves once every node has the whole map, and the same map:
+ * node 1 alone having it is not enough, since another node learns the
+ * placement with its next heartbeat (up to a second later) and would refuse
+ * the load's first writes meanwhile. Returns 1 with slot_port filled. */
+static int read_slots(demo *d) {
+    static int other[16384];
+    if (read_slots_from(d, 1, d->slot_port) != 16384) return 0;
+    for (long i = 2; i <= d->nodes; i++)
+        if (read_slots_from(d, i, other) != 16384 || memcmp(other, d->slot_port, sizeof other) != 0)
+            return 0;
+    return 1;
 }
 
 /* demo:<i> = "value-<i>:" padded with 'x' to value_size bytes. */
@@ -188,31 +209,35 @@ static void print_status(demo *d) {
 }
 
 static void spawn_node(demo *d, long i) {
-    char port[16], ndir[96], id[16], log[128], cport[32], secret[128];
+    char port[16], ndir[96], id[16], log[128], cport[32], secret[128], mport[16];
     snprintf(cport, sizeof cport, "127.0.0.1:%ld", d->base);
+    snprintf(mport, sizeof mport, "%ld", d->base + HTTP_OFFSET + i);
     snprintf(secret, sizeof secret, "%s/cluster.secret", d->dir);
     snprintf(port, sizeof port, "%ld", d->base + i);
     snprintf(ndir, sizeof ndir, "%s/n%ld", d->dir, i);
     snprintf(id, sizeof id, "n%ld", i);
     snprintf(log, sizeof log, "%s/n%ld.log", d->dir, i);
-    char *node[] = {d->exe, "node",          "--port", port,   "--dir", ndir, "--coord",
-                    cport,  "--secret-file", secret,   "--id", id,      NULL};
+    char *node[] = {
+        d->exe,          "node", "--port", port, "--dir",          ndir,  "--coord", cport,
+        "--secret-file", secret, "--id",   id,   "--metrics-port", mport, NULL};
     d->pids[i] = spawn(d, log, node);
 }
 
 static int start_cluster(demo *d) {
-    char coordport[16], log[128];
+    char coordport[16], httpport[16], log[128];
     snprintf(coordport, sizeof coordport, "%ld", d->base);
+    snprintf(httpport, sizeof httpport, "%ld", d->base + HTTP_OFFSET);
     char *init[] = {d->exe, "coord", "--init", "--dir", d->dir, NULL};
     snprintf(log, sizeof log, "%s/coord.log", d->dir);
     int st;
     if (waitpid(spawn(d, log, init), &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) return -1;
-    char *coord[] = {d->exe, "coord", "--dir", d->dir, "--port", coordport, NULL};
+    char *coord[] = {d->exe,    "coord",       "--dir",  d->dir, "--port",
+                     coordport, "--http-port", httpport, NULL};
     d->pids[0] = spawn(d, log, coord);
     for (long i = 1; i <= d->nodes; i++)
         spawn_node(d, i);
     for (int t = 0; t < 300 && !stop_requested; t++) { /* up to 30 s for placement */
-        if (read_slots(d) == 16384) return 0;
+        if (read_slots(d)) return 0;
         usleep(100 * 1000);
     }
     return -1;
@@ -397,6 +422,8 @@ int demo_main(int argc, char **argv, const char *self) {
     printf("keel demo: a coordinator on 127.0.0.1:%ld and %ld nodes on ports %ld-%ld "
            "(data and logs in %s)\n",
            d.base, d.nodes, d.base + 1, d.base + d.nodes, d.dir);
+    printf("dashboard: http://127.0.0.1:%ld/  (up as long as the demo runs)\n",
+           d.base + HTTP_OFFSET);
     fflush(stdout);
     long acked = load_keys(&d);
     printf("loaded %ld of %ld keys (demo:0 .. demo:%ld, %ld-byte values) through the cluster map\n",
@@ -455,7 +482,8 @@ int demo_main(int argc, char **argv, const char *self) {
     }
     printf("\n");
     print_status(&d);
-    printf("\nconnect:  redis-cli -c -p %ld GET demo:42\n", d.base + 1);
+    printf("\ndashboard: http://127.0.0.1:%ld/\n", d.base + HTTP_OFFSET);
+    printf("connect:  redis-cli -c -p %ld GET demo:42\n", d.base + 1);
     printf("          build/keel moves --coord 127.0.0.1:%ld\n", d.base);
     printf("          build/keel partitions --coord 127.0.0.1:%ld --node n1\n", d.base);
     printf("%s\n\n", d.exit_after ? "stopping after --exit-after" : "press Ctrl-C to stop");

@@ -17,6 +17,7 @@
  * planner's plan_place puts it (least utilised eligible node), in one
  * transaction.
  */
+#include "coord/coord_dash.h"
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
@@ -574,6 +575,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     rserver_stop(co->rs);
     coord_rebalance_stop(co);
     coord_moves_stop(co);
+    coord_dash_stop(co);
     http_stop(co->http);
     co->http = NULL;
     uv_close((uv_handle_t *)&co->member_timer, NULL);
@@ -641,10 +643,14 @@ int coord_run(const coord_config *cfg) {
     resp_limits_default(&rc.limits);
     rc.limits.max_bulk = 64u << 20;
     if (rserver_start(co->loop, &rc, &coord_ops, co, &co->rs, err, sizeof err)) goto fail;
-    static const http_route routes[] = {{"/metrics", HTTP_PROMETHEUS, coord_render_metrics},
-                                        {"/status", "application/json", coord_render_status}};
-    if (cfg->http_port &&
-        http_start(co->loop, cfg->bind, cfg->http_port, routes, 2, co, &co->http, err, sizeof err))
+    if (coord_dash_start(co)) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    size_t nroutes;
+    const http_route *routes = coord_dash_routes(co, &nroutes);
+    if (cfg->http_port && http_start(co->loop, cfg->bind, cfg->http_port, routes, nroutes, co,
+                                     &co->http, err, sizeof err))
         goto fail;
     if (coord_moves_start(co)) {
         snprintf(err, sizeof err, "cannot load the moves in flight: %s", mapstore_errmsg(co->ms));
@@ -676,9 +682,11 @@ fail:
     fprintf(stderr, "keel coord: %s\n", err);
     keel_log(KEEL_LOG_ERROR, "startup_failed", "reason=\"%s\"", err);
     rserver_stop(co->rs);
+    coord_dash_stop(co);
     uv_run(co->loop, UV_RUN_NOWAIT);
 done:
     coord_moves_stop(co);
+    coord_dash_free(co);
     free(co->mv);
     mapstore_free(co->ms);
     peerauth_secret_wipe(&co->secret);

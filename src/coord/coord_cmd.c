@@ -490,7 +490,9 @@ static void take_metrics(coord *co, member *m, const char *json) {
     const cJSON *du = cJSON_GetObjectItemCaseSensitive(r, "disk_used");
     const cJSON *dc = cJSON_GetObjectItemCaseSensitive(r, "disk_capacity");
     const cJSON *p99 = cJSON_GetObjectItemCaseSensitive(r, "p99_ms");
+    const cJSON *p50 = cJSON_GetObjectItemCaseSensitive(r, "p50_ms");
     if (cJSON_IsNumber(p99) && isfinite(p99->valuedouble)) m->p99_ms = p99->valuedouble;
+    if (cJSON_IsNumber(p50) && isfinite(p50->valuedouble)) m->p50_ms = p50->valuedouble;
     if (cJSON_IsNumber(du)) m->disk_used = json_count(du);
     if (cJSON_IsNumber(dc)) m->disk_capacity = json_count(dc);
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(r, "partitions"), *e;
@@ -638,7 +640,51 @@ int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *ar
     return 0;
 }
 
-/* ---- /metrics ------------------------------------------------------------ */
+/* ---- /metrics ------------------------------------------------------------
+ * Prometheus conventions (checked by promtool in the tests): HELP and TYPE
+ * on every family, base units (seconds, bytes), _total on counters only. */
+
+static void family(kbuf *b, const char *name, const char *type, const char *help) {
+    kbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void gauge(kbuf *b, const char *name, const char *help, double v) {
+    family(b, name, "gauge", help);
+    kbuf_printf(b, "%s %.6g\n", name, v);
+}
+
+static void counter(kbuf *b, const char *name, const char *help, uint64_t v) {
+    family(b, name, "counter", help);
+    kbuf_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void node_metrics(coord *co, kbuf *b, const node_view *v, size_t nn) {
+    family(b, "keel_node_utilisation", "gauge",
+           "Share of the cluster's bytes (of partitions while no bytes are reported) over the "
+           "node's capacity.");
+    for (size_t k = 0; v && k < nn; k++)
+        kbuf_printf(b, "keel_node_utilisation{node=\"%s\",state=\"%s\"} %.6f\n", v[k].n.id,
+                    coord_node_summary(&v[k].n), v[k].util);
+    family(b, "keel_node_bytes", "gauge", "Bytes in the partitions the node owns.");
+    for (size_t k = 0; v && k < nn; k++)
+        kbuf_printf(b, "keel_node_bytes{node=\"%s\"} %llu\n", v[k].n.id,
+                    (unsigned long long)v[k].bytes);
+    family(b, "keel_node_keys", "gauge", "Keys in the partitions the node owns.");
+    for (size_t k = 0; v && k < nn; k++)
+        kbuf_printf(b, "keel_node_keys{node=\"%s\"} %llu\n", v[k].n.id,
+                    (unsigned long long)v[k].keys);
+    family(b, "keel_node_ops_per_second", "gauge",
+           "Smoothed commands per second on the partitions the node owns.");
+    for (size_t k = 0; v && k < nn; k++)
+        kbuf_printf(b, "keel_node_ops_per_second{node=\"%s\"} %.3f\n", v[k].n.id, v[k].ops);
+    family(b, "keel_node_latency_p99_seconds", "gauge",
+           "Foreground (read and write) p99 latency over the node's last heartbeat interval.");
+    for (size_t k = 0; v && k < nn; k++) {
+        member *m = coord_member(co, v[k].n.id, 0);
+        kbuf_printf(b, "keel_node_latency_p99_seconds{node=\"%s\"} %.6f\n", v[k].n.id,
+                    m ? m->p99_ms / 1000.0 : 0.0);
+    }
+}
 
 /* Liveness and membership as two families (one series per node, the value
  * 1, the state a label), and the failure detector's own health. */
@@ -690,55 +736,49 @@ void coord_render_metrics(void *arg, kbuf *b) {
     size_t nn;
     double imb;
     node_view *v = node_views(co, &nn, &imb);
-    kbuf_printf(b, "# TYPE keel_imbalance_ratio gauge\nkeel_imbalance_ratio %.6f\n", imb);
-    kbuf_printf(b, "# TYPE keel_map_version gauge\nkeel_map_version %llu\n",
-                (unsigned long long)mapstore_version(co->ms));
-    kbuf_printf(b, "# TYPE keel_term gauge\nkeel_term %llu\n", (unsigned long long)co->term);
-    kbuf_appendstr(b, "# TYPE keel_node_utilisation gauge\n");
-    for (size_t k = 0; v && k < nn; k++)
-        kbuf_printf(b, "keel_node_utilisation{node=\"%s\",state=\"%s\"} %.6f\n", v[k].n.id,
-                    coord_node_summary(&v[k].n), v[k].util);
+    gauge(b, "keel_imbalance_ratio", "Max over mean node utilisation (1 = perfectly even).", imb);
+    gauge(b, "keel_map_version", "Version of the cluster map.", (double)mapstore_version(co->ms));
+    gauge(b, "keel_term", "The coordinator's term (up by one at each start).", (double)co->term);
+    node_metrics(co, b, v, nn);
     coord_render_detector_metrics(co, b, v, nn);
     free(v);
     mapstore_setting ps;
     int paused = mapstore_setting_get(co->ms, "paused", &ps) == 0;
-    kbuf_printf(b, "# TYPE keel_rebalance_paused gauge\nkeel_rebalance_paused %d\n", paused);
-    kbuf_printf(b,
-                "# TYPE keel_rebalance_paused_seconds gauge\nkeel_rebalance_paused_seconds %.3f\n",
-                paused ? mapstore_setting_age_ms(&ps, keel_wall_ms()) / 1000.0 : 0.0);
+    gauge(b, "keel_rebalance_paused", "1 while the kill switch (keel pause) is set.", paused);
+    gauge(b, "keel_rebalance_paused_seconds",
+          "How long the kill switch has been set (0 = not set).",
+          paused ? mapstore_setting_age_ms(&ps, keel_wall_ms()) / 1000.0 : 0.0);
     coord_move_counts mc;
     coord_moves_counts(co, &mc);
-    kbuf_printf(b,
-                "# HELP keel_moves_in_flight Moves started and not yet committed or aborted.\n"
-                "# TYPE keel_moves_in_flight gauge\nkeel_moves_in_flight %u\n"
-                "# HELP keel_moves_queued Moves planned and waiting for a concurrency slot.\n"
-                "# TYPE keel_moves_queued gauge\nkeel_moves_queued %u\n"
-                "# HELP keel_moves_awaiting_cleanup Committed moves whose old copy is kept.\n"
-                "# TYPE keel_moves_awaiting_cleanup gauge\nkeel_moves_awaiting_cleanup %u\n"
-                "# TYPE keel_move_oldest_age_seconds gauge\nkeel_move_oldest_age_seconds %.3f\n"
-                "# TYPE keel_moves_planned_total counter\nkeel_moves_planned_total %llu\n"
-                "# TYPE keel_moves_committed_total counter\nkeel_moves_committed_total %llu\n"
-                "# TYPE keel_moves_aborted_total counter\nkeel_moves_aborted_total %llu\n"
-                "# HELP keel_move_write_pause_ms Fence sent to destination serving (last, max).\n"
-                "# TYPE keel_move_write_pause_ms gauge\n"
-                "keel_move_write_pause_ms{which=\"last\"} %.3f\n"
-                "keel_move_write_pause_ms{which=\"max\"} %.3f\n",
-                mc.in_flight, mc.queued, mc.committed_pending_cleanup, mc.oldest_age_s,
-                (unsigned long long)mc.started_total, (unsigned long long)mc.committed_total,
-                (unsigned long long)mc.aborted_total, mc.last_pause_ms, mc.max_pause_ms);
+    gauge(b, "keel_moves_in_flight", "Moves started and not yet committed or aborted.",
+          mc.in_flight);
+    gauge(b, "keel_moves_queued", "Moves planned and waiting for a concurrency slot.", mc.queued);
+    gauge(b, "keel_moves_awaiting_cleanup", "Committed moves whose old copy is kept.",
+          mc.committed_pending_cleanup);
+    gauge(b, "keel_move_oldest_age_seconds", "Age of the oldest move in flight (0 = none).",
+          mc.oldest_age_s);
+    counter(b, "keel_moves_planned_total", "Moves planned (by the operator or the loop).",
+            mc.started_total);
+    counter(b, "keel_moves_committed_total", "Moves whose new owner became durable.",
+            mc.committed_total);
+    counter(b, "keel_moves_aborted_total", "Moves aborted.", mc.aborted_total);
+    counter(b, "keel_move_bytes_total", "Bytes copied by moves, as destinations reported them.",
+            mc.bytes_total);
+    family(b, "keel_move_write_pause_seconds", "histogram",
+           "Write pause of each move: fence sent to the destination serving.");
+    metrics_write_histogram(b, "keel_move_write_pause_seconds", "", &mc.pause);
+    gauge(b, "keel_move_write_pause_max_seconds",
+          "Longest write pause since the coordinator started.", mc.max_pause_ms / 1000.0);
     const rebalance_stats *rs = coord_rebalance_stats(co);
-    kbuf_printf(b,
-                "# HELP keel_rebalance_rounds_total Rebalance rounds that ran the planner.\n"
-                "# TYPE keel_rebalance_rounds_total counter\nkeel_rebalance_rounds_total %llu\n"
-                "# HELP keel_rebalance_moves_total Moves the rebalance loop enqueued.\n"
-                "# TYPE keel_rebalance_moves_total counter\nkeel_rebalance_moves_total %llu\n"
-                "# HELP keel_rebalance_skipped_total Rounds skipped, by reason.\n"
-                "# TYPE keel_rebalance_skipped_total counter\n",
-                (unsigned long long)rs->rounds_total, (unsigned long long)rs->moves_total);
+    counter(b, "keel_rebalance_rounds_total", "Rebalance rounds that ran the planner.",
+            rs->rounds_total);
+    counter(b, "keel_rebalance_moves_total", "Moves the rebalance loop enqueued.", rs->moves_total);
+    family(b, "keel_rebalance_skipped_total", "counter", "Rounds skipped, by reason.");
     for (int i = 0; i < REBALANCE_SKIP_COUNT; i++)
         kbuf_printf(b, "keel_rebalance_skipped_total{reason=\"%s\"} %llu\n",
                     rebalance_skip_name((rebalance_skip)i), (unsigned long long)rs->skipped[i]);
-    kbuf_appendstr(b, "# TYPE keel_setting_age_seconds gauge\n");
+    family(b, "keel_setting_age_seconds", "gauge",
+           "Time since each setting that is set was set (settings at their default are absent).");
     int64_t now = keel_wall_ms();
     for (const setting_def *d = coord_settings; d->name; d++) {
         mapstore_setting st;

@@ -24,7 +24,7 @@ typedef struct member {
     uint64_t bytes, keys;
     double ops;
     uint64_t disk_used, disk_capacity;
-    double p99_ms;          /* foreground p99 over the last heartbeat interval */
+    double p50_ms, p99_ms;  /* foreground latency over the last heartbeat interval */
     int64_t failures_ms[4]; /* the last 4 times it went UP -> SUSPECT/DOWN (coord_now) */
 } member;
 
@@ -74,6 +74,8 @@ typedef struct coord {
     int stopping;
     struct coord_moves_state *mv;            /* the move executor (coord_move.c) */
     struct coord_rebalance_state *rebalance; /* the control loop (coord_rebalance.c) */
+    struct coord_dash_state *dash;           /* the dashboard (coord_dash.c) */
+    struct coord_history *history;           /* its charts' history (coord_history.h) */
     /* The map as JSON, rebuilt when the version changes. */
     kbuf map_json;
     uint64_t map_json_version;
@@ -104,6 +106,12 @@ struct plan_model;
  * bytes and load from heartbeats, metrics ages, planner settings. Returns 0
  * or a negative KEEL_E*; close the model either way. */
 int coord_build_model(coord *co, int64_t now_ms, struct plan_model *m);
+struct plan_result;
+/* The planner's dry run, as `keel plan` and the next rebalance round see
+ * it: builds m, annotates moves in flight and the hysteresis state, runs
+ * the planner into r. Returns 0 or a negative KEEL_E* (r->error may say
+ * why); close both m and r either way. */
+int coord_plan_now(coord *co, int64_t now_ms, struct plan_model *m, struct plan_result *r);
 
 /* A command being executed (coord_cmd.c, coord_ops.c). */
 typedef struct cctx {

@@ -8,6 +8,7 @@
  * cleanups that fell due.
  */
 #include "coord/coord_move.h"
+#include "coord/coord_history.h"
 #include "coord/coord_int.h"
 #include "core/clock.h"
 #include "core/err.h"
@@ -221,6 +222,7 @@ static void abort_move(cms *x, cmove *m, const char *reason) {
         return;
     }
     refresh(x, m);
+    coord_history_event(x->co->history, now, m->rec.id, m->rec.partition, HISTORY_MOVE_ABORT);
     snprintf(m->phase, sizeof m->phase, "aborting");
     x->counts.aborted_total++;
     x->counts.last_end_ms = coord_now(x->co);
@@ -300,6 +302,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         m->in_gen = l->gen;
         if (mapstore_move_advance(x->co->ms, id, MAPSTORE_MOVE_COPYING, now, NULL) == 0) {
             refresh(x, m);
+            coord_history_event(x->co->history, now, id, m->rec.partition, HISTORY_MOVE_START);
             m->last_report_ms = coord_now(x->co);
             snprintf(m->phase, sizeof m->phase, "copying");
         }
@@ -349,6 +352,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
                 m->pause_ms = (double)(keel_mono_us() - m->fence_us) / 1000.0;
                 x->counts.last_pause_ms = m->pause_ms;
                 if (m->pause_ms > x->counts.max_pause_ms) x->counts.max_pause_ms = m->pause_ms;
+                metrics_observe(&x->counts.pause, m->pause_ms / 1000.0);
             }
         } else if (r) {
             keel_log(KEEL_LOG_WARN, "move_commit_push_failed", "move=%llu node=%s error=\"%s\"",
@@ -412,6 +416,7 @@ static void commit_move(cms *x, cmove *m) {
         return;
     }
     refresh(x, m);
+    coord_history_event(co->history, now, m->rec.id, m->rec.partition, HISTORY_MOVE_COMMIT);
     x->counts.committed_total++;
     x->counts.last_end_ms = coord_now(co);
     if (x->last_commit_ms) x->last_commit_ms[m->rec.partition] = now;
@@ -707,6 +712,7 @@ int coord_move_report(coord *co, const char *from, int argc, char **argv, const 
     const char *phase = argv[2];
     m->last_report_ms = coord_now(co);
     snprintf(m->phase, sizeof m->phase, "%s", phase);
+    if (bytes > m->bytes) x->counts.bytes_total += bytes - m->bytes;
     m->bytes = bytes;
     m->keys = keys;
     m->lag_bytes = lag;
@@ -828,6 +834,9 @@ static void move_json(cms *x, cJSON *o, const mapstore_move *r, const cmove *m, 
     cJSON_AddStringToObject(o, "to", r->to);
     cJSON_AddStringToObject(o, "state", mapstore_move_state_name(r->state));
     cJSON_AddStringToObject(o, "phase", m ? m->phase : "");
+    /* Waiting for a concurrency slot: planned, and OUT not yet sent. */
+    cJSON_AddBoolToObject(o, "queued",
+                          m && r->state == MAPSTORE_MOVE_PLANNED && !m->out_acked && !m->busy_s);
     uint64_t bytes = m && m->bytes > r->bytes ? m->bytes : r->bytes;
     cJSON_AddNumberToObject(o, "bytes", (double)bytes);
     /* Finished moves: from memory while the coordinator remembers them, else

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "node/metrics.h" /* histogram */
 
 typedef struct coord coord;
 typedef struct cJSON cJSON;
@@ -78,7 +79,9 @@ typedef struct coord_move_counts {
     unsigned in_flight, queued, committed_pending_cleanup;
     double oldest_age_s;
     uint64_t started_total, committed_total, aborted_total;
+    uint64_t bytes_total; /* bytes copied by moves, as destinations reported them */
     double last_pause_ms, max_pause_ms;
+    histogram pause;     /* write pauses (fence sent -> destination serving), seconds */
     int64_t last_end_ms; /* coord_now() when a move last committed or aborted; 0 = never */
 } coord_move_counts;
 void coord_moves_counts(coord *co, coord_move_counts *out);

@@ -127,16 +127,21 @@ static void plan_text(const plan_model *m, const plan_result *r, kbuf *b) {
         kbuf_printf(b, "stop: %s (%s)\n", r->stops[i].key, r->stops[i].text);
 }
 
+int coord_plan_now(coord *co, int64_t now, plan_model *m, plan_result *r) {
+    memset(r, 0, sizeof *r);
+    int rc = coord_build_model(co, now, m);
+    if (!rc) { /* exactly what the loop's next round would see */
+        coord_moves_annotate(co, m);
+        m->episode = coord_rebalance_episode(co);
+        rc = plan_run(m, r);
+    }
+    return rc;
+}
+
 void coord_c_plan(cctx *x) {
     plan_model m;
     plan_result r;
-    memset(&r, 0, sizeof r);
-    int rc = coord_build_model(x->co, coord_now(x->co), &m);
-    if (!rc) { /* exactly what the loop's next round would see */
-        coord_moves_annotate(x->co, &m);
-        m.episode = coord_rebalance_episode(x->co);
-        rc = plan_run(&m, &r);
-    }
+    int rc = coord_plan_now(x->co, coord_now(x->co), &m, &r);
     if (rc) {
         char msg[320];
         snprintf(msg, sizeof msg, "ERR cannot plan: %s", r.error[0] ? r.error : keel_strerror(rc));

@@ -154,25 +154,33 @@ static uint64_t map_version(void *arg) {
     return s->pt ? ptable_map(s->pt)->version : 0;
 }
 
-/* p99 of read and write commands since the last heartbeat, in ms: the upper
- * bound of the histogram bucket that holds it (0 without commands). */
-static double interval_p99_ms(server *s) {
+/* p50 and p99 of read and write commands since the last heartbeat, in ms:
+ * the upper bound of the histogram bucket that holds each (0 without
+ * commands). */
+static uint64_t bucket_rank(const uint64_t *delta, uint64_t want) {
+    uint64_t seen = 0;
+    for (int i = 0; i < METRICS_BUCKETS; i++)
+        if ((seen += delta[i]) >= want) return (uint64_t)i;
+    return METRICS_BUCKETS - 1;
+}
+
+static void interval_pcts_ms(server *s, double *p50, double *p99) {
     uint64_t delta[METRICS_BUCKETS + 1], total = 0;
-    if (!s->mx) return 0; /* start-up: no commands yet */
+    *p50 = *p99 = 0;
+    if (!s->mx) return; /* start-up: no commands yet */
     for (int i = 0; i <= METRICS_BUCKETS; i++) {
         uint64_t now = s->mx->latency[CLASS_READ].count[i] + s->mx->latency[CLASS_WRITE].count[i];
         delta[i] = now - s->hb_lat_prev[i];
         s->hb_lat_prev[i] = now;
         total += delta[i];
     }
-    if (!total) return 0;
-    uint64_t want = total - total / 100, seen = 0; /* the 99th percentile */
-    for (int i = 0; i < METRICS_BUCKETS; i++)
-        if ((seen += delta[i]) >= want) return metrics_bounds[i] * 1000.0;
-    return metrics_bounds[METRICS_BUCKETS - 1] * 1000.0;
+    if (!total) return;
+    *p50 = metrics_bounds[bucket_rank(delta, total - total / 2)] * 1000.0;
+    *p99 = metrics_bounds[bucket_rank(delta, total - total / 100)] * 1000.0;
 }
 
-/* {"disk_used":N,"disk_capacity":N,"p99_ms":X,"partitions":[[p,bytes,keys,ops],...]}
+/* {"disk_used":N,"disk_capacity":N,"p50_ms":X,"p99_ms":X,
+ *  "partitions":[[p,bytes,keys,ops],...]}
  * for the partitions this node owns. */
 static void metrics_json(void *arg, kbuf *b) {
     server *s = arg;
@@ -182,8 +190,12 @@ static void metrics_json(void *arg, kbuf *b) {
         total = (unsigned long long)vfs.f_blocks * vfs.f_frsize;
         used = total - (unsigned long long)vfs.f_bavail * vfs.f_frsize;
     }
-    kbuf_printf(b, "{\"disk_used\":%llu,\"disk_capacity\":%llu,\"p99_ms\":%.3f,\"partitions\":[",
-                used, total, interval_p99_ms(s));
+    double p50, p99;
+    interval_pcts_ms(s, &p50, &p99);
+    kbuf_printf(b,
+                "{\"disk_used\":%llu,\"disk_capacity\":%llu,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+                "\"partitions\":[",
+                used, total, p50, p99);
     unsigned np = s->pt ? ptable_partitions(s->pt) : 0;
     int first = 1;
     for (unsigned p = 0; p < np; p++) {

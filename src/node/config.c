@@ -20,6 +20,7 @@ void node_config_default(node_config *c) {
     c->maxclients = 10000;
     c->max_output = 64u << 20;
     c->hold_max_ms = 2000;
+    c->partition_metrics = 1;
     resp_limits_default(&c->limits);
     c->log_level = KEEL_LOG_INFO;
     c->capacity = 1;
@@ -69,6 +70,9 @@ static int f_port(node_config *c, const char *v, char *e, size_t n) {
 }
 static int f_metrics(node_config *c, const char *v, char *e, size_t n) {
     return set_int_range(&c->metrics_port, "--metrics-port", v, 1, 65535, e, n);
+}
+static int f_partition_metrics(node_config *c, const char *v, char *e, size_t n) {
+    return set_int_range(&c->partition_metrics, "--partition-metrics", v, 0, 1, e, n);
 }
 static int f_maxclients(node_config *c, const char *v, char *e, size_t n) {
     return set_int_range(&c->maxclients, "--maxclients", v, 1, 1000000, e, n);
@@ -202,6 +206,7 @@ static const struct {
     {"--partitions", f_partitions},
     {"--fsync", f_fsync},
     {"--metrics-port", f_metrics},
+    {"--partition-metrics", f_partition_metrics},
     {"--requirepass", f_pass},
     {"--maxclients", f_maxclients},
     {"--max-bulk", f_max_bulk},
@@ -271,6 +276,8 @@ const char *node_config_usage(void) {
            "  --announce-host HOST        address clients are redirected to (default --bind)\n"
            "  --partitions P              partitions for --own all (default 1024)\n"
            "  --metrics-port M            serve Prometheus text at http://ADDR:M/metrics\n"
+           "  --partition-metrics 0|1     export the per-partition series (default 1; 0 keeps\n"
+           "                              the page small when P is large)\n"
            "  --requirepass PW            require AUTH PW from clients\n"
            "  --maxclients N              connection limit (default 10000)\n"
            "  --max-bulk BYTES            longest bulk string (default 536870912)\n"

@@ -29,6 +29,7 @@ typedef struct node_config {
     unsigned partitions;        /* --partitions, for --own all; default 1024 */
     store_fsync fsync;          /* --fsync */
     int metrics_port;           /* --metrics-port, 0 = off */
+    int partition_metrics;      /* --partition-metrics 0|1: per-partition series (default 1) */
     char requirepass[256];      /* --requirepass, "" = none */
     int maxclients;             /* --maxclients, default 10000 */
     size_t max_output;          /* per-client output backlog before reads pause */

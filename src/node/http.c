@@ -1,4 +1,6 @@
-/* http.c - /metrics over libmicrohttpd; see http.h for the threading. */
+/* http.c - /metrics, /status and the dashboard over libmicrohttpd; see http.h
+ * for the threading. The daemon runs one internal polling thread, so requests
+ * are answered one at a time and the single page slot below is enough. */
 #include "node/http.h"
 #include "core/err.h"
 
@@ -21,7 +23,9 @@ struct http_server {
     pthread_cond_t cv;
     uint64_t asked, answered;
     size_t route; /* the page asked for (one request at a time) */
+    char query[HTTP_QUERY_MAX + 1];
     kbuf page;
+    int status; /* of page */
     int stopping;
 };
 
@@ -32,28 +36,64 @@ static void on_async(uv_async_t *a) {
     kbuf_init(&page);
     pthread_mutex_lock(&h->mu);
     size_t route = h->route;
+    char query[HTTP_QUERY_MAX + 1];
+    memcpy(query, h->query, sizeof query);
     pthread_mutex_unlock(&h->mu);
-    h->routes[route].render(h->arg, &page);
+    int status = MHD_HTTP_OK;
+    if (h->routes[route].render_q)
+        status = h->routes[route].render_q(h->arg, query, &page);
+    else
+        h->routes[route].render(h->arg, &page);
     pthread_mutex_lock(&h->mu);
     kbuf_close(&h->page);
     h->page = page;
+    h->status = status;
     h->answered = h->asked;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
 }
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, char *body, size_t len,
-                               const char *ctype) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        len, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+static enum MHD_Result respond_mode(struct MHD_Connection *conn, unsigned code, void *body,
+                                    size_t len, const char *ctype, enum MHD_ResponseMemoryMode mode,
+                                    const char *cache) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
     if (!r) {
-        free(body);
+        if (mode == MHD_RESPMEM_MUST_FREE) free(body);
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", ctype);
+    MHD_add_response_header(r, "Cache-Control", cache);
     enum MHD_Result ret = MHD_queue_response(conn, code, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, char *body, size_t len,
+                               const char *ctype) {
+    return respond_mode(conn, code, body, len, ctype,
+                        body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT, "no-store");
+}
+
+/* Collects the query arguments as "k=v&k=v"; a query that does not fit
+ * sets overflow. */
+typedef struct query_acc {
+    char *p;
+    size_t len;
+    int overflow;
+} query_acc;
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *value) {
+    query_acc *q = cls;
+    int n = snprintf(q->p + q->len, HTTP_QUERY_MAX + 1 - q->len, "%s%s%s%s", q->len ? "&" : "", key,
+                     value ? "=" : "", value ? value : "");
+    if (n < 0 || q->len + (size_t)n > HTTP_QUERY_MAX) {
+        q->overflow = 1;
+        q->p[q->len] = 0;
+        return MHD_NO;
+    }
+    q->len += (size_t)n;
+    return MHD_YES;
 }
 
 /* HTTP thread. */
@@ -69,8 +109,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         route++;
     if (route == h->nroutes)
         return respond(conn, MHD_HTTP_NOT_FOUND, strdup("not found\n"), 10, "text/plain");
+    const http_route *rt = &h->routes[route];
+    if (rt->body)
+        return respond_mode(conn, MHD_HTTP_OK, (void *)rt->body, rt->body_len, rt->content_type,
+                            MHD_RESPMEM_PERSISTENT, "max-age=300");
+    char query[HTTP_QUERY_MAX + 1] = "";
+    query_acc qa = {query, 0, 0};
+    if (rt->render_q) MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_arg, &qa);
+    if (qa.overflow) {
+        static const char msg[] = "{\"error\":\"query string too long\"}\n";
+        return respond(conn, MHD_HTTP_BAD_REQUEST, strdup(msg), sizeof msg - 1, rt->content_type);
+    }
     pthread_mutex_lock(&h->mu);
     h->route = route;
+    memcpy(h->query, query, sizeof query);
     uint64_t want = ++h->asked;
     uv_async_send(&h->async);
     struct timespec until;
@@ -81,14 +133,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rc = pthread_cond_timedwait(&h->cv, &h->mu, &until);
     char *body = NULL;
     size_t len = 0;
+    unsigned status = MHD_HTTP_OK;
     if (h->answered >= want && !h->stopping && (body = malloc(h->page.len + 1))) {
         memcpy(body, h->page.p, h->page.len);
         len = h->page.len;
+        status = (unsigned)h->status;
     }
     pthread_mutex_unlock(&h->mu);
     if (!body)
         return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, strdup("busy\n"), 5, "text/plain");
-    return respond(conn, MHD_HTTP_OK, body, len, h->routes[route].content_type);
+    return respond(conn, status, body, len, rt->content_type);
 }
 
 static void free_after_close(uv_handle_t *a) {

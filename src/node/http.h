@@ -2,8 +2,14 @@
  *
  * libmicrohttpd serves from its own thread. Everything it reports belongs to
  * the loop thread, so a request wakes the loop (uv_async), the loop renders
- * the text with render(), and the HTTP thread waits for it (up to 2 s). No
- * counter is ever read from two threads.
+ * the text with render() or render_q(), and the HTTP thread waits for it (up
+ * to 2 s). No counter is ever read from two threads. Static routes (files
+ * embedded in the binary, such as the dashboard's) never change, so the HTTP
+ * thread answers them itself without waking the loop.
+ *
+ * Answers: 200; 400 from a render_q that refused its query; 404 for any
+ * path not in the table; 405 for a method other than GET or HEAD; 503 when
+ * the loop did not render within 2 s.
  */
 #ifndef KEEL_HTTP_H
 #define KEEL_HTTP_H
@@ -15,11 +21,22 @@
 typedef struct http_server http_server;
 /* Renders one page into out; runs on the loop thread. */
 typedef void (*http_render_fn)(void *arg, kbuf *out);
+/* Renders one page for a request with a query: query is "k=v&k=v" with
+ * the values already URL-decoded ("" without one; borrowed for the call).
+ * Returns the HTTP status: 200 with the page in out, or 400 with a one-line
+ * reason in out (sent as the body). Runs on the loop thread. */
+typedef int (*http_query_fn)(void *arg, const char *query, kbuf *out);
 
+#define HTTP_QUERY_MAX 512 /* a longer query string is refused with 400 */
+
+/* A route has exactly one of render, render_q or body. */
 typedef struct http_route {
     const char *path;         /* exact, e.g. "/metrics" */
     const char *content_type; /* e.g. "text/plain; version=0.0.4" */
     http_render_fn render;
+    http_query_fn render_q;
+    const unsigned char *body; /* static: served as is by the HTTP thread */
+    size_t body_len;
 } http_route;
 
 #define HTTP_PROMETHEUS "text/plain; version=0.0.4"

@@ -180,16 +180,23 @@ void node_render_metrics(void *arg, kbuf *b) {
     metrics_write_histogram(b, "keel_fsync_seconds", "", &m->fsync);
     rserver_stats rst;
     rserver_get_stats(s->rs, &rst);
-    kbuf_printf(b, "# TYPE keel_connected_clients gauge\nkeel_connected_clients %zu\n",
+    kbuf_printf(b,
+                "# HELP keel_connected_clients Client connections open now.\n"
+                "# TYPE keel_connected_clients gauge\nkeel_connected_clients %zu\n",
                 rst.clients);
-    kbuf_printf(b, "# TYPE keel_keys gauge\nkeel_keys %llu\n",
+    kbuf_printf(b,
+                "# HELP keel_keys Keys stored on this node, in every partition it holds.\n"
+                "# TYPE keel_keys gauge\nkeel_keys %llu\n",
                 (unsigned long long)store_total_keys(s->st));
     metrics_moves(s, b);
-    /* Per partition: only those this node serves or holds data for. */
+    /* Per partition: only those this node serves or holds data for, and
+     * none with --partition-metrics 0 (3 series per partition add up at
+     * large P). */
+    if (!s->cfg.partition_metrics) return;
     static const char *part_metrics[3][2] = {
         {"keel_partition_keys", "Keys stored in the partition."},
         {"keel_partition_bytes", "Bytes (encoded keys and values) in the partition."},
-        {"keel_partition_ops_per_sec", "Smoothed commands per second on the partition."}};
+        {"keel_partition_ops_per_second", "Smoothed commands per second on the partition."}};
     for (int k = 0; k < 3; k++) {
         kbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", part_metrics[k][0], part_metrics[k][1],
                     part_metrics[k][0]);

@@ -31,14 +31,17 @@ void metrics_free(metrics *m) {
     free(m);
 }
 
-static void hist_add(histogram *h, uint64_t us) {
-    double s = (double)us / 1e6;
+void metrics_observe(histogram *h, double s) {
     int i = 0;
     while (i < METRICS_BUCKETS && s > metrics_bounds[i])
         i++;
     h->count[i]++;
     h->total++;
     h->sum_s += s;
+}
+
+static void hist_add(histogram *h, uint64_t us) {
+    metrics_observe(h, (double)us / 1e6);
 }
 
 void metrics_op(metrics *m, int cls, int partition, uint64_t us) {

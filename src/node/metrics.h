@@ -37,6 +37,9 @@ void metrics_free(metrics *m);
  * us microseconds. */
 void metrics_op(metrics *m, int cls, int partition, uint64_t us);
 void metrics_fsync(metrics *m, uint64_t us);
+/* Adds one observation of `seconds` to h (for histograms kept elsewhere,
+ * such as the coordinator's write pauses). */
+void metrics_observe(histogram *h, double seconds);
 /* Folds the ops since the last tick into the per-partition rates; dt_s is
  * the time since the last tick. Exponential smoothing, ~5 s horizon. */
 void metrics_tick(metrics *m, double dt_s);

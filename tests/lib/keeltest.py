@@ -837,3 +837,34 @@ def coord_key_pub_hex(key):
 def coord_sign(key, label, binding):
     """coordkey_sign: Ed25519 over "keel-coordkey-v1|" label "|" binding, hex."""
     return key.sign(b"keel-coordkey-v1|" + label.encode() + b"|" + binding).hex()
+
+
+# ---- Prometheus conventions ----------------------------------------------------
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+
+def promtool_check(text, what="/metrics"):
+    """Runs `promtool check metrics` (Debian's prometheus package) on an
+    exposition page; fails on any problem or warning it prints (missing
+    HELP, non-base units, counters without _total...). Every test that
+    scrapes a /metrics page passes it through here."""
+    if not os.access(PROMTOOL, os.X_OK):
+        raise Failure("promtool not found at %s (make deps installs the prometheus package)"
+                      % PROMTOOL)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=30)
+    out = (r.stdout + r.stderr).strip()
+    if r.returncode != 0 or out:
+        raise Failure("promtool check metrics on %s (exit %d):\n%s" % (what, r.returncode, out))
+    return text
+
+
+def scrape_metrics(port, what=None, host="127.0.0.1"):
+    """GET http://host:port/metrics, checked by promtool; returns the text."""
+    import urllib.request
+    with urllib.request.urlopen("http://%s:%d/metrics" % (host, port), timeout=5) as r:
+        text = r.read().decode()
+    return promtool_check(text, what or "%s:%d/metrics" % (host, port))
