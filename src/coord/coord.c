@@ -28,7 +28,7 @@
 #include "core/coordkey.h"
 #include "core/failpoint.h"
 #include "core/log.h"
-#include "node/http.h"
+#include "net/http.h"
 #include "planner/planner.h"
 
 #include <errno.h>

@@ -17,7 +17,7 @@
 #include "core/coordkey.h"
 #include "core/log.h"
 #include "core/num.h"
-#include "node/metrics.h"
+#include "core/histogram.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -766,7 +766,7 @@ void coord_render_metrics(void *arg, kbuf *b) {
             mc.bytes_total);
     family(b, "keel_move_write_pause_seconds", "histogram",
            "Write pause of each move: fence sent to the destination serving.");
-    metrics_write_histogram(b, "keel_move_write_pause_seconds", "", &mc.pause);
+    histogram_write(b, "keel_move_write_pause_seconds", "", &mc.pause);
     gauge(b, "keel_move_write_pause_max_seconds",
           "Longest write pause since the coordinator started.", mc.max_pause_ms / 1000.0);
     const rebalance_stats *rs = coord_rebalance_stats(co);

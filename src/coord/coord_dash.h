@@ -28,7 +28,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
-#include "node/http.h"
+#include "net/http.h"
 
 typedef struct coord coord;
 

@@ -352,7 +352,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
                 m->pause_ms = (double)(keel_mono_us() - m->fence_us) / 1000.0;
                 x->counts.last_pause_ms = m->pause_ms;
                 if (m->pause_ms > x->counts.max_pause_ms) x->counts.max_pause_ms = m->pause_ms;
-                metrics_observe(&x->counts.pause, m->pause_ms / 1000.0);
+                histogram_observe(&x->counts.pause, m->pause_ms / 1000.0);
             }
         } else if (r) {
             keel_log(KEEL_LOG_WARN, "move_commit_push_failed", "move=%llu node=%s error=\"%s\"",

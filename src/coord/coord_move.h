@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-#include "node/metrics.h" /* histogram */
+#include "core/histogram.h"
 
 typedef struct coord coord;
 typedef struct cJSON cJSON;

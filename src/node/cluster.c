@@ -159,24 +159,24 @@ static uint64_t map_version(void *arg) {
  * commands). */
 static uint64_t bucket_rank(const uint64_t *delta, uint64_t want) {
     uint64_t seen = 0;
-    for (int i = 0; i < METRICS_BUCKETS; i++)
+    for (int i = 0; i < HISTOGRAM_BUCKETS; i++)
         if ((seen += delta[i]) >= want) return (uint64_t)i;
-    return METRICS_BUCKETS - 1;
+    return HISTOGRAM_BUCKETS - 1;
 }
 
 static void interval_pcts_ms(server *s, double *p50, double *p99) {
-    uint64_t delta[METRICS_BUCKETS + 1], total = 0;
+    uint64_t delta[HISTOGRAM_BUCKETS + 1], total = 0;
     *p50 = *p99 = 0;
     if (!s->mx) return; /* start-up: no commands yet */
-    for (int i = 0; i <= METRICS_BUCKETS; i++) {
+    for (int i = 0; i <= HISTOGRAM_BUCKETS; i++) {
         uint64_t now = s->mx->latency[CLASS_READ].count[i] + s->mx->latency[CLASS_WRITE].count[i];
         delta[i] = now - s->hb_lat_prev[i];
         s->hb_lat_prev[i] = now;
         total += delta[i];
     }
     if (!total) return;
-    *p50 = metrics_bounds[bucket_rank(delta, total - total / 2)] * 1000.0;
-    *p99 = metrics_bounds[bucket_rank(delta, total - total / 100)] * 1000.0;
+    *p50 = histogram_bounds[bucket_rank(delta, total - total / 2)] * 1000.0;
+    *p99 = histogram_bounds[bucket_rank(delta, total - total / 100)] * 1000.0;
 }
 
 /* {"disk_used":N,"disk_capacity":N,"p50_ms":X,"p99_ms":X,

@@ -173,11 +173,11 @@ void node_render_metrics(void *arg, kbuf *b) {
     for (int c = 0; c < CLASS__COUNT; c++) {
         char labels[32];
         snprintf(labels, sizeof labels, "class=\"%s\"", class_names[c]);
-        metrics_write_histogram(b, "keel_op_latency_seconds", labels, &m->latency[c]);
+        histogram_write(b, "keel_op_latency_seconds", labels, &m->latency[c]);
     }
     kbuf_appendstr(b, "# HELP keel_fsync_seconds WAL fsync time per group commit.\n"
                       "# TYPE keel_fsync_seconds histogram\n");
-    metrics_write_histogram(b, "keel_fsync_seconds", "", &m->fsync);
+    histogram_write(b, "keel_fsync_seconds", "", &m->fsync);
     rserver_stats rst;
     rserver_get_stats(s->rs, &rst);
     kbuf_printf(b,

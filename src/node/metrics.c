@@ -1,13 +1,8 @@
-/* metrics.c - see metrics.h. Buckets are fixed and shared by every histogram,
- * from 50 us to 2.5 s, so the hot path is a short scan of constants. */
+/* metrics.c - see metrics.h. Histograms are core/histogram.h's. */
 #include "node/metrics.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-const double metrics_bounds[METRICS_BUCKETS] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
-                                                0.5,     1.0,    2.5,     5.0};
 
 metrics *metrics_new(unsigned partitions) {
     metrics *m = calloc(1, sizeof *m);
@@ -31,17 +26,8 @@ void metrics_free(metrics *m) {
     free(m);
 }
 
-void metrics_observe(histogram *h, double s) {
-    int i = 0;
-    while (i < METRICS_BUCKETS && s > metrics_bounds[i])
-        i++;
-    h->count[i]++;
-    h->total++;
-    h->sum_s += s;
-}
-
 static void hist_add(histogram *h, uint64_t us) {
-    metrics_observe(h, (double)us / 1e6);
+    histogram_observe(h, (double)us / 1e6);
 }
 
 void metrics_op(metrics *m, int cls, int partition, uint64_t us) {
@@ -63,20 +49,4 @@ void metrics_tick(metrics *m, double dt_s) {
         if (m->part_rate[p] < 1e-3) m->part_rate[p] = 0;
         m->part_ops_prev[p] = m->part_ops[p];
     }
-}
-
-void metrics_write_histogram(kbuf *b, const char *name, const char *labels, const histogram *h) {
-    const char *sep = labels[0] ? "," : "";
-    uint64_t cum = 0;
-    for (int i = 0; i < METRICS_BUCKETS; i++) {
-        cum += h->count[i];
-        kbuf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, metrics_bounds[i],
-                    (unsigned long long)cum);
-    }
-    kbuf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
-                (unsigned long long)h->total);
-    kbuf_printf(b, "%s_sum%s%s%s %.9f\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
-                h->sum_s);
-    kbuf_printf(b, "%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels,
-                labels[0] ? "}" : "", (unsigned long long)h->total);
 }

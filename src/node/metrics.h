@@ -11,14 +11,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-
-#define METRICS_BUCKETS 16
-
-typedef struct histogram {
-    uint64_t count[METRICS_BUCKETS + 1]; /* last = +Inf */
-    uint64_t total;
-    double sum_s;
-} histogram;
+#include "core/histogram.h"
 
 typedef struct metrics {
     unsigned partitions;
@@ -37,16 +30,8 @@ void metrics_free(metrics *m);
  * us microseconds. */
 void metrics_op(metrics *m, int cls, int partition, uint64_t us);
 void metrics_fsync(metrics *m, uint64_t us);
-/* Adds one observation of `seconds` to h (for histograms kept elsewhere,
- * such as the coordinator's write pauses). */
-void metrics_observe(histogram *h, double seconds);
 /* Folds the ops since the last tick into the per-partition rates; dt_s is
  * the time since the last tick. Exponential smoothing, ~5 s horizon. */
 void metrics_tick(metrics *m, double dt_s);
-/* Appends a histogram in Prometheus text form; labels may be "" or
- * "class=\"read\"". */
-void metrics_write_histogram(kbuf *b, const char *name, const char *labels, const histogram *h);
-/* Upper bounds of the buckets, seconds. */
-extern const double metrics_bounds[METRICS_BUCKETS];
 
 #endif

@@ -12,7 +12,7 @@
 #include "core/failpoint.h"
 #include "node/cluster.h"
 #include "node/cmd.h"
-#include "node/http.h"
+#include "net/http.h"
 #include "node/move.h"
 
 #include <errno.h>

@@ -51,7 +51,7 @@ typedef struct server {
     moves *mv;              /* --coord: the move protocol (move.h) */
     char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
     FILE *epoch_log;        /* --epoch-log */
-    uint64_t hb_lat_prev[METRICS_BUCKETS + 1]; /* latency counts at the last heartbeat */
+    uint64_t hb_lat_prev[HISTOGRAM_BUCKETS + 1]; /* latency counts at the last heartbeat */
 } server;
 
 /* Opens the store, builds the partition table, binds the ports and runs the

@@ -409,6 +409,55 @@ static void test_open_migrates_v1_node_state(void **state) {
     assert_int_equal(g.membership, MAPSTORE_MEMBER_DRAINING);
 }
 
+/* The same migration on a file Keel's version 1 build really wrote
+ * (tests/fixtures/README.md says how it was made). */
+static void test_open_migrates_file_from_version_1(void **state) {
+    fx *f = *state;
+    size_t len;
+    char *img = slurp(KEEL_FIXTURES "/map-v1.db", &len);
+    spit(f->path, img, len);
+    free(img);
+    assert_int_equal(raw_user_version(f->path), 1);
+    reopen(f);
+    static const struct {
+        const char *id;
+        mapstore_liveness l;
+        mapstore_membership m;
+    } want[] = {{"n1", MAPSTORE_NODE_UP, MAPSTORE_MEMBER_ACTIVE},
+                {"n2", MAPSTORE_NODE_DOWN, MAPSTORE_MEMBER_ACTIVE},
+                {"n3", MAPSTORE_NODE_DOWN, MAPSTORE_MEMBER_ACTIVE},
+                {"n4", MAPSTORE_NODE_UP, MAPSTORE_MEMBER_DRAINING},
+                {"n5", MAPSTORE_NODE_DOWN, MAPSTORE_MEMBER_REMOVED}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        mapstore_node g;
+        assert_int_equal(mapstore_node_get(f->ms, want[i].id, &g), 0);
+        assert_int_equal(g.liveness, want[i].l);
+        assert_int_equal(g.membership, want[i].m);
+    }
+    static const char *const owner[16] = {"n1", "n2", "n3", "n4", "n2", "n1", "n2", "n3",
+                                          "n4", "n3", "n1", "n2", "n3", "n4", "n4", "n1"};
+    mapstore_partition *ps;
+    size_t np;
+    assert_int_equal(mapstore_partition_list(f->ms, &ps, &np), 0);
+    assert_int_equal(np, 16);
+    for (unsigned i = 0; i < 16; i++) {
+        assert_string_equal(ps[i].owner, owner[i]);
+        assert_int_equal(ps[i].epoch, i == 4 || i == 9 || i == 14 ? 2 : 1);
+    }
+    free(ps);
+    mapstore_move *mv;
+    size_t nm;
+    assert_int_equal(mapstore_move_list(f->ms, 0, &mv, &nm), 0);
+    assert_int_equal(nm, 3);
+    free(mv);
+    mapstore_setting st;
+    assert_int_equal(mapstore_setting_get(f->ms, "paused", &st), 0);
+    assert_string_equal(st.value, "fixture");
+    mapstore_free(f->ms);
+    f->ms = NULL;
+    assert_int_equal(raw_user_version(f->path), 2);
+}
+
 /* A store whose partitions table lost a row is refused as corrupt. */
 static void test_open_missing_partition_row_refused(void **state) {
     fx *f = *state;
@@ -1353,6 +1402,7 @@ int main(void) {
         T(test_open_foreign_sqlite_refused),
         T(test_open_unknown_schema_refused),
         T(test_open_migrates_v1_node_state),
+        T(test_open_migrates_file_from_version_1),
         T(test_open_missing_partition_row_refused),
         T(test_open_wrong_partitions_refused),
         T(test_open_wrong_cluster_id_refused),

@@ -1,7 +1,7 @@
 /* http.c - /metrics, /status and the dashboard over libmicrohttpd; see http.h
  * for the threading. The daemon runs one internal polling thread, so requests
  * are answered one at a time and the single page slot below is enough. */
-#include "node/http.h"
+#include "net/http.h"
 #include "core/err.h"
 
 #include <arpa/inet.h>
