@@ -31,8 +31,17 @@
 #define REDIAL_MS 500
 #define RECENT_PAUSES 256
 
+/* Within FENCED: FENCE sent to S, then VERIFY to D, then the commit. */
+typedef enum {
+    FENCE_NONE = 0,   /* not started here (a FENCED record from before a restart) */
+    FENCE_SENT,       /* KEEL.MOVE.FENCE to S; awaiting f and S's digest */
+    FENCE_VERIFYING,  /* KEEL.MOVE.VERIFY f to D; awaiting D's digest at f */
+    FENCE_COMMITTING, /* digests equal: the map store commit is under way */
+} fence_step;
+
 /* One connection per node. */
 typedef struct nlink {
+    struct coord_moves_state *x; /* the executor: the callbacks' way back */
     char id[KEEL_ID_MAX + 1];
     peerlink *pl;
     int ready, dead;
@@ -52,7 +61,7 @@ typedef struct cmove {
     int out_acked, in_acked;
     unsigned out_gen, in_gen; /* link generation at the acknowledgement */
     int busy_s, busy_d;       /* a directive in flight to S / D */
-    int fence_step;           /* 0 none, 1 FENCE sent, 2 VERIFY sent, 3 committing */
+    fence_step fence_step;    /* the critical section's sub-steps (DESIGN §6 steps 4-5) */
     uint64_t fence_us;        /* when FENCE was sent (monotonic) */
     int64_t fence_ms;
     uint64_t f, digest_s, keys_s;
@@ -69,6 +78,7 @@ typedef struct pause_rec { /* what a finished move leaves in memory */
 
 struct coord_moves_state {
     coord *co;
+    int stopping; /* coord_moves_stop ran: callbacks still in flight do nothing */
     nlink *links;
     cmove *moves;
     uv_timer_t timer;
@@ -99,19 +109,19 @@ static nlink *link_get(cms *x, const char *id) {
     nlink *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     snprintf(l->id, sizeof l->id, "%s", id);
+    l->x = x;
     l->next = x->links;
     x->links = l;
     return l;
 }
 
-static cms *g_cms; /* the link callbacks' way back to the executor */
-
 /* The coordinator key proof on a link to a node (peerlink cbs.sign): the
  * node accepts directives only from a peer that signs the handshake with the
  * key it pinned (core/coordkey.h, label "client"). */
 static int link_sign(void *arg, const unsigned char *binding, size_t n, char *sig_hex) {
-    if (!g_cms || !g_cms->co->key) return KEEL_EINVAL;
-    return coordkey_sign(g_cms->co->key, "client", binding, n, sig_hex);
+    cms *x = ((nlink *)arg)->x;
+    if (x->stopping || !x->co->key) return KEEL_EINVAL;
+    return coordkey_sign(x->co->key, "client", binding, n, sig_hex);
 }
 
 /* The link to node id, dialling it when needed; NULL unless ready. */
@@ -141,7 +151,7 @@ static void link_ready(void *arg, peerlink *pl) {
     l->ready = 1;
     l->gen++;
     keel_log(KEEL_LOG_INFO, "node_link_ready", "node=%s addr=%s", l->id, peerlink_addr(pl));
-    if (g_cms) reconcile(g_cms, l);
+    if (!l->x->stopping) reconcile(l->x, l);
 }
 
 static void link_down(void *arg, peerlink *pl, const char *why) {
@@ -232,7 +242,7 @@ static void abort_move(cms *x, cmove *m, const char *reason) {
              m->rec.partition, m->rec.from, m->rec.to, reason);
     m->need_abort_s = m->out_acked || m->busy_s || 1;
     m->need_abort_d = 1;
-    m->fence_step = 0;
+    m->fence_step = FENCE_NONE;
     drive(x, m);
 }
 
@@ -265,9 +275,9 @@ static const char *err_text(redisReply *r) {
 static void commit_move(cms *x, cmove *m);
 
 static void on_reply(void *arg, void *tag, redisReply *r) {
-    cms *x = g_cms;
     nlink *l = arg;
-    if (!x) return;
+    cms *x = l->x;
+    if (x->stopping) return;
     uint64_t id = (uintptr_t)tag >> 4;
     int kind = (int)((uintptr_t)tag & 15);
     cmove *m = find(x, id);
@@ -309,7 +319,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         break;
     case K_FENCE:
         m->busy_s = 0;
-        if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != 1) break;
+        if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != FENCE_SENT) break;
         if (!reply_shape(r, "iii")) { /* [f, digest, keys] */
             keel_log(KEEL_LOG_WARN, "move_fence_failed", "move=%llu error=\"%s\"",
                      (unsigned long long)id, err_text(r));
@@ -319,11 +329,11 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         m->f = (uint64_t)r->element[0]->integer;
         m->digest_s = (uint64_t)r->element[1]->integer;
         m->keys_s = (uint64_t)r->element[2]->integer;
-        m->fence_step = 2;
+        m->fence_step = FENCE_VERIFYING;
         break;
     case K_VERIFY:
         m->busy_d = 0;
-        if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != 2) break;
+        if (m->rec.state != MAPSTORE_MOVE_FENCED || m->fence_step != FENCE_VERIFYING) break;
         if (!reply_shape(r, "ii")) { /* [digest, keys] */
             keel_log(KEEL_LOG_WARN, "move_verify_failed", "move=%llu error=\"%s\"",
                      (unsigned long long)id, err_text(r));
@@ -341,7 +351,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
             abort_move(x, m, "checksum-mismatch");
             return;
         }
-        m->fence_step = 3;
+        m->fence_step = FENCE_COMMITTING;
         commit_move(x, m);
         return;
     case K_COMMIT_D:
@@ -486,134 +496,183 @@ static void count_concurrency(cms *x) {
         x->active += is_active(o);
 }
 
-static void drive(cms *x, cmove *m) {
-    coord *co = x->co;
-    int64_t now = coord_now(co); /* timeouts */
-    char id[24], p[24], e[24], t[24], rate[24];
-    num(id, sizeof id, m->rec.id);
-    num(p, sizeof p, m->rec.partition);
-    num(e, sizeof e, m->rec.epoch);
-    num(t, sizeof t, co->term);
-    switch (m->rec.state) {
-    case MAPSTORE_MOVE_PLANNED:
-        if (!node_is_up(x, m->rec.from) || !node_is_up(x, m->rec.to)) {
-            if (now - m->started_ms > coord_setting_ll(co, "move_stall_timeout_ms"))
-                abort_move(x, m, "node-unavailable");
-            return;
-        }
-        if (!m->out_acked && !m->busy_s) {
-            if (!may_start(x, m)) return;
-            num(rate, sizeof rate, m->budget);
-            const char *argv[] = {"KEEL.MOVE.OUT", t, id, p, e, m->rec.to, rate};
-            if (send_to(x, m, m->rec.from, K_OUT, 7, argv, NULL) == 0) {
-                m->busy_s = 1;
-                m->started_ms = now;
-                x->active++;
-            }
-        } else if (m->out_acked && !m->in_acked && !m->busy_d) {
-            mapstore_node src;
-            if (mapstore_node_get(co->ms, m->rec.from, &src)) return;
-            char port[16];
-            snprintf(port, sizeof port, "%d", src.port);
-            char lag[24]; /* the destination reports caught-up by the same threshold */
-            num(lag, sizeof lag, (uint64_t)coord_setting_ll(co, "fence_lag_bytes"));
-            const char *argv[] = {"KEEL.MOVE.IN", t, id, p, e, m->rec.from, src.host, port, lag};
-            if (send_to(x, m, m->rec.to, K_IN, 9, argv, NULL) == 0) m->busy_d = 1;
-        }
-        return;
-    case MAPSTORE_MOVE_COPYING:
-    case MAPSTORE_MOVE_CATCHING_UP:
-        if (!node_is_up(x, m->rec.from) || !node_is_up(x, m->rec.to)) {
+/* ---- The state machine: one step function per durable state ----------------------
+ *
+ *   PLANNED --start: OUT to S, then IN to D--> COPYING --reports--> CATCHING_UP
+ *      |                                          |                     |
+ *      +-- node-unavailable (after stall timeout) +-- node-unavailable, +-- lag <= fence_lag_bytes:
+ *                                                     stalled               start_fence
+ *   FENCED --fence: FENCE to S, VERIFY to D, digests equal--> COMMITTED (commit_move)
+ *      +-- fence-timeout, coordinator-restart --> ABORTED
+ *   COMMITTED --redirect: COMMIT to D then S; clean: CLEANUP after cleanup_after_s--> DONE
+ *   ABORTED --tell: ABORT to S and D until both acknowledge--> forgotten
+ *
+ * Every transition to a durable state goes through the map store first
+ * (abort_move, commit_move, start_fence, the reply handlers); the steps below
+ * only send what the state calls for and apply the state's timeouts, measured
+ * on coord_now(). */
+
+typedef struct step {
+    cms *x;
+    cmove *m;
+    coord *co;
+    int64_t now; /* coord_now(): timeouts */
+    char id[24], p[24], e[24], t[24];
+} step;
+
+static void step_start(step *s) {
+    cms *x = s->x;
+    cmove *m = s->m;
+    if (!node_is_up(x, m->rec.from) || !node_is_up(x, m->rec.to)) {
+        if (s->now - m->started_ms > coord_setting_ll(s->co, "move_stall_timeout_ms"))
             abort_move(x, m, "node-unavailable");
-            return;
-        }
-        if (now - m->last_report_ms > coord_setting_ll(co, "move_stall_timeout_ms"))
-            abort_move(x, m, "stalled");
-        return;
-    case MAPSTORE_MOVE_FENCED:
-        if (m->fence_step == 0) { /* fenced before a restart of ours: cannot resume */
-            abort_move(x, m, "coordinator-restart");
-            return;
-        }
-        if (now - m->fence_ms > coord_setting_ll(co, "fence_timeout_ms")) {
-            abort_move(x, m, "fence-timeout");
-            return;
-        }
-        if (m->fence_step == 1 && !m->busy_s) {
-            const char *argv[] = {"KEEL.MOVE.FENCE", t, id};
-            if (send_to(x, m, m->rec.from, K_FENCE, 3, argv, NULL) == 0) {
-                m->busy_s = 1;
-                m->fence_us = keel_mono_us();
-            }
-        } else if (m->fence_step == 2 && !m->busy_d) {
-            char f[24];
-            num(f, sizeof f, m->f);
-            const char *argv[] = {"KEEL.MOVE.VERIFY", t, id, f};
-            if (send_to(x, m, m->rec.to, K_VERIFY, 4, argv, NULL) == 0) m->busy_d = 1;
-        }
-        return;
-    case MAPSTORE_MOVE_COMMITTED: {
-        if (m->need_commit_d || m->need_commit_s) {
-            const kbuf *map = coord_map_json(co);
-            if (!map) return;
-            const char *argv[] = {"KEEL.MOVE.COMMIT", t, id, map->p};
-            size_t lens[] = {16, strlen(t), strlen(id), map->len};
-            /* D first: the source's held requests are about to be sent there. */
-            if (m->need_commit_d && !m->busy_d &&
-                send_to(x, m, m->rec.to, K_COMMIT_D, 4, argv, lens) == 0)
-                m->busy_d = 1;
-            if (m->need_commit_s && !m->busy_s &&
-                send_to(x, m, m->rec.from, K_COMMIT_S, 4, argv, lens) == 0)
-                m->busy_s = 1;
-            return;
-        }
-        int64_t due =
-            m->rec.at_ms[MAPSTORE_MOVE_COMMITTED] + coord_setting_ll(co, "cleanup_after_s") * 1000;
-        if (keel_wall_ms() < due || m->busy_s || m->cleanup_sent) return; /* due: from the record */
-        mapstore_node src;
-        if (mapstore_node_get(co->ms, m->rec.from, &src) == 0 &&
-            src.membership == MAPSTORE_MEMBER_REMOVED) { /* nothing left to clean */
-            if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_DONE, now, NULL) == 0)
-                drop(x, m);
-            return;
-        }
-        const char *argv[] = {"KEEL.MOVE.CLEANUP", t, id, p};
-        if (send_to(x, m, m->rec.from, K_CLEANUP, 4, argv, NULL) == 0)
-            m->busy_s = m->cleanup_sent = 1;
         return;
     }
-    case MAPSTORE_MOVE_ABORTED: {
-        const char *argv[] = {"KEEL.MOVE.ABORT", t, id, p};
-        if (m->need_abort_s && !m->busy_s &&
-            send_to(x, m, m->rec.from, K_ABORT_S, 4, argv, NULL) == 0)
+    if (!m->out_acked && !m->busy_s) {
+        if (!may_start(x, m)) return;
+        char rate[24];
+        num(rate, sizeof rate, m->budget);
+        const char *argv[] = {"KEEL.MOVE.OUT", s->t, s->id, s->p, s->e, m->rec.to, rate};
+        if (send_to(x, m, m->rec.from, K_OUT, 7, argv, NULL) == 0) {
             m->busy_s = 1;
-        if (m->need_abort_d && !m->busy_d &&
-            send_to(x, m, m->rec.to, K_ABORT_D, 4, argv, NULL) == 0)
-            m->busy_d = 1;
-        mapstore_node a, b;
-        /* A node that was removed can never acknowledge. */
-        if (mapstore_node_get(co->ms, m->rec.from, &a) == 0 &&
-            a.membership == MAPSTORE_MEMBER_REMOVED)
-            m->need_abort_s = 0;
-        if (mapstore_node_get(co->ms, m->rec.to, &b) == 0 &&
-            b.membership == MAPSTORE_MEMBER_REMOVED)
-            m->need_abort_d = 0;
-        if (!m->need_abort_s && !m->need_abort_d && !m->busy_s && !m->busy_d) drop(x, m);
-        return;
-    }
-    default:
-        drop(x, m);
-        return;
+            m->started_ms = s->now;
+            x->active++;
+        }
+    } else if (m->out_acked && !m->in_acked && !m->busy_d) {
+        mapstore_node src;
+        if (mapstore_node_get(s->co->ms, m->rec.from, &src)) return;
+        char port[16], lag[24]; /* D reports caught-up by the coordinator's threshold */
+        snprintf(port, sizeof port, "%d", src.port);
+        num(lag, sizeof lag, (uint64_t)coord_setting_ll(s->co, "fence_lag_bytes"));
+        const char *argv[] = {"KEEL.MOVE.IN", s->t,     s->id, s->p, s->e,
+                              m->rec.from,    src.host, port,  lag};
+        if (send_to(x, m, m->rec.to, K_IN, 9, argv, NULL) == 0) m->busy_d = 1;
     }
 }
 
+static void step_watch_copy(step *s) {
+    cmove *m = s->m;
+    if (!node_is_up(s->x, m->rec.from) || !node_is_up(s->x, m->rec.to))
+        abort_move(s->x, m, "node-unavailable");
+    else if (s->now - m->last_report_ms > coord_setting_ll(s->co, "move_stall_timeout_ms"))
+        abort_move(s->x, m, "stalled");
+}
+
+static void step_fence(step *s) {
+    cms *x = s->x;
+    cmove *m = s->m;
+    if (m->fence_step == FENCE_NONE) { /* fenced before a restart of ours: cannot resume */
+        abort_move(x, m, "coordinator-restart");
+        return;
+    }
+    if (s->now - m->fence_ms > coord_setting_ll(s->co, "fence_timeout_ms")) {
+        abort_move(x, m, "fence-timeout");
+        return;
+    }
+    if (m->fence_step == FENCE_SENT && !m->busy_s) {
+        const char *argv[] = {"KEEL.MOVE.FENCE", s->t, s->id};
+        if (send_to(x, m, m->rec.from, K_FENCE, 3, argv, NULL) == 0) {
+            m->busy_s = 1;
+            m->fence_us = keel_mono_us();
+        }
+    } else if (m->fence_step == FENCE_VERIFYING && !m->busy_d) {
+        char f[24];
+        num(f, sizeof f, m->f);
+        const char *argv[] = {"KEEL.MOVE.VERIFY", s->t, s->id, f};
+        if (send_to(x, m, m->rec.to, K_VERIFY, 4, argv, NULL) == 0) m->busy_d = 1;
+    }
+}
+
+static void step_committed(step *s) {
+    cms *x = s->x;
+    cmove *m = s->m;
+    coord *co = s->co;
+    if (m->need_commit_d || m->need_commit_s) {
+        const kbuf *map = coord_map_json(co);
+        if (!map) return;
+        const char *argv[] = {"KEEL.MOVE.COMMIT", s->t, s->id, map->p};
+        size_t lens[] = {16, strlen(s->t), strlen(s->id), map->len};
+        /* D first: the source's held requests are about to be sent there. */
+        if (m->need_commit_d && !m->busy_d &&
+            send_to(x, m, m->rec.to, K_COMMIT_D, 4, argv, lens) == 0)
+            m->busy_d = 1;
+        if (m->need_commit_s && !m->busy_s &&
+            send_to(x, m, m->rec.from, K_COMMIT_S, 4, argv, lens) == 0)
+            m->busy_s = 1;
+        return;
+    }
+    /* cleanup_after_s runs from the durable commit record, across restarts. */
+    int64_t wall = keel_wall_ms();
+    int64_t due =
+        m->rec.at_ms[MAPSTORE_MOVE_COMMITTED] + coord_setting_ll(co, "cleanup_after_s") * 1000;
+    if (wall < due || m->busy_s || m->cleanup_sent) return;
+    mapstore_node src;
+    if (mapstore_node_get(co->ms, m->rec.from, &src) == 0 &&
+        src.membership == MAPSTORE_MEMBER_REMOVED) { /* nothing left to clean */
+        if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_DONE, wall, NULL) == 0)
+            drop(x, m);
+        return;
+    }
+    const char *argv[] = {"KEEL.MOVE.CLEANUP", s->t, s->id, s->p};
+    if (send_to(x, m, m->rec.from, K_CLEANUP, 4, argv, NULL) == 0) m->busy_s = m->cleanup_sent = 1;
+}
+
+static void step_tell_abort(step *s) {
+    cms *x = s->x;
+    cmove *m = s->m;
+    const char *argv[] = {"KEEL.MOVE.ABORT", s->t, s->id, s->p};
+    if (m->need_abort_s && !m->busy_s && send_to(x, m, m->rec.from, K_ABORT_S, 4, argv, NULL) == 0)
+        m->busy_s = 1;
+    if (m->need_abort_d && !m->busy_d && send_to(x, m, m->rec.to, K_ABORT_D, 4, argv, NULL) == 0)
+        m->busy_d = 1;
+    mapstore_node a, b;
+    /* A node that was removed can never acknowledge. */
+    if (mapstore_node_get(s->co->ms, m->rec.from, &a) == 0 &&
+        a.membership == MAPSTORE_MEMBER_REMOVED)
+        m->need_abort_s = 0;
+    if (mapstore_node_get(s->co->ms, m->rec.to, &b) == 0 && b.membership == MAPSTORE_MEMBER_REMOVED)
+        m->need_abort_d = 0;
+    if (!m->need_abort_s && !m->need_abort_d && !m->busy_s && !m->busy_d) drop(x, m);
+}
+
+static void step_forget(step *s) {
+    drop(s->x, s->m);
+}
+
+/* What each durable state does on a tick, by name (for the state diagram
+ * above and for reading logs). */
+static const struct {
+    const char *name;
+    void (*fn)(step *s);
+} steps[MAPSTORE_MOVE_NSTATES] = {
+    [MAPSTORE_MOVE_PLANNED] = {"start", step_start},
+    [MAPSTORE_MOVE_COPYING] = {"watch-copy", step_watch_copy},
+    [MAPSTORE_MOVE_CATCHING_UP] = {"watch-copy", step_watch_copy},
+    [MAPSTORE_MOVE_FENCED] = {"fence", step_fence},
+    [MAPSTORE_MOVE_COMMITTED] = {"redirect-and-clean", step_committed},
+    [MAPSTORE_MOVE_DONE] = {"forget", step_forget},
+    [MAPSTORE_MOVE_ABORTED] = {"tell-abort", step_tell_abort},
+};
+
+static void drive(cms *x, cmove *m) {
+    step s = {.x = x, .m = m, .co = x->co, .now = coord_now(x->co)};
+    num(s.id, sizeof s.id, m->rec.id);
+    num(s.p, sizeof s.p, m->rec.partition);
+    num(s.e, sizeof s.e, m->rec.epoch);
+    num(s.t, sizeof s.t, x->co->term);
+    if ((unsigned)m->rec.state < MAPSTORE_MOVE_NSTATES && steps[m->rec.state].fn)
+        steps[m->rec.state].fn(&s);
+    else
+        step_forget(&s);
+}
+
 static void start_fence(cms *x, cmove *m) {
-    if (m->rec.state != MAPSTORE_MOVE_CATCHING_UP || m->fence_step) return;
+    if (m->rec.state != MAPSTORE_MOVE_CATCHING_UP || m->fence_step != FENCE_NONE) return;
     persist_bytes(x, m);
     if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_FENCED, keel_wall_ms(), NULL))
         return;
     refresh(x, m);
-    m->fence_step = 1;
+    m->fence_step = FENCE_SENT;
     m->fence_ms = coord_now(x->co);
     drive(x, m);
 }
@@ -621,9 +680,9 @@ static void start_fence(cms *x, cmove *m) {
 /* ---- Node restarts ----------------------------------------------------------------- */
 
 static void on_state(void *arg, void *tag, redisReply *r) {
-    cms *x = g_cms;
     nlink *l = arg;
-    if (!x || !r || r->type != REDIS_REPLY_ARRAY) return;
+    cms *x = l->x;
+    if (x->stopping || !r || r->type != REDIS_REPLY_ARRAY) return;
     unsigned gen = (unsigned)(uintptr_t)tag;
     /* Moves this node had taken up on an earlier connection must still be
      * live there; if not, it restarted and lost them. */
@@ -965,7 +1024,6 @@ int coord_moves_start(coord *co) {
     if (!x) return KEEL_ENOMEM;
     x->co = co;
     co->mv = x;
-    g_cms = x;
     if (!(x->last_commit_ms = calloc(co->partitions, sizeof *x->last_commit_ms)))
         return KEEL_ENOMEM;
     mapstore_move *list = NULL;
@@ -1004,8 +1062,8 @@ int coord_moves_start(coord *co) {
 
 void coord_moves_stop(coord *co) {
     cms *x = state_of(co);
-    if (!x || !g_cms) return;
-    g_cms = NULL;
+    if (!x || x->stopping) return;
+    x->stopping = 1;
     uv_timer_stop(&x->timer);
     uv_close((uv_handle_t *)&x->timer, NULL);
     for (nlink *l = x->links, *next; l; l = next) {
