@@ -10,6 +10,7 @@
 #include "coord/coord_move.h"
 #include "coord/coord_history.h"
 #include "coord/coord_int.h"
+#include "coord/coord_links.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/coordkey.h"
@@ -28,7 +29,6 @@
 #include <string.h>
 
 #define TICK_MS 20
-#define REDIAL_MS 500
 #define RECENT_PAUSES 256
 
 /* Within FENCED: FENCE sent to S, then VERIFY to D, then the commit. */
@@ -39,17 +39,7 @@ typedef enum {
     FENCE_COMMITTING, /* digests equal: the map store commit is under way */
 } fence_step;
 
-/* One connection per node. */
-typedef struct nlink {
-    struct coord_moves_state *x; /* the executor: the callbacks' way back */
-    char id[KEEL_ID_MAX + 1];
-    peerlink *pl;
-    int ready, dead;
-    unsigned gen;       /* +1 each time the link becomes ready */
-    int want_reconcile; /* the node registered: keep dialling until it is asked */
-    int64_t retry_ms;
-    struct nlink *next;
-} nlink;
+typedef coord_link nlink; /* coord_links.h */
 
 typedef struct cmove {
     mapstore_move rec; /* mirror of the durable record */
@@ -79,7 +69,7 @@ typedef struct pause_rec { /* what a finished move leaves in memory */
 struct coord_moves_state {
     coord *co;
     int stopping; /* coord_moves_stop ran: callbacks still in flight do nothing */
-    nlink *links;
+    coord_links links;
     cmove *moves;
     uv_timer_t timer;
     pause_rec pauses[RECENT_PAUSES]; /* write pauses of finished moves */
@@ -100,65 +90,18 @@ static cms *state_of(coord *co) {
 
 /* ---- Links ------------------------------------------------------------------ */
 
-static void link_ready(void *arg, peerlink *pl);
-static void link_down(void *arg, peerlink *pl, const char *why);
-
-static nlink *link_get(cms *x, const char *id) {
-    for (nlink *l = x->links; l; l = l->next)
-        if (!strcmp(l->id, id)) return l;
-    nlink *l = calloc(1, sizeof *l);
-    if (!l) return NULL;
-    snprintf(l->id, sizeof l->id, "%s", id);
-    l->x = x;
-    l->next = x->links;
-    x->links = l;
-    return l;
-}
-
-/* The coordinator key proof on a link to a node (peerlink cbs.sign): the
- * node accepts directives only from a peer that signs the handshake with the
- * key it pinned (core/coordkey.h, label "client"). */
-static int link_sign(void *arg, const unsigned char *binding, size_t n, char *sig_hex) {
-    cms *x = ((nlink *)arg)->x;
-    if (x->stopping || !x->co->key) return KEEL_EINVAL;
-    return coordkey_sign(x->co->key, "client", binding, n, sig_hex);
-}
-
-/* The link to node id, dialling it when needed; NULL unless ready. */
-static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
-    nlink *l = link_get(x, id);
-    if (!l) return NULL;
-    if (l->dead) { /* closed here, after hiredis ran its callbacks (link_down) */
-        peerlink_close(l->pl);
-        l->pl = NULL;
-        l->dead = 0;
-    }
-    if (l->pl) return l->ready ? l : NULL;
-    if (now < l->retry_ms) return NULL;
-    mapstore_node n;
-    if (mapstore_node_get(x->co->ms, id, &n) || n.membership == MAPSTORE_MEMBER_REMOVED)
-        return NULL;
-    peerlink_cbs cbs = {.on_ready = link_ready, .on_down = link_down, .sign = link_sign};
-    l->retry_ms = now + REDIAL_MS;
-    l->pl = peerlink_open(x->co->loop, n.host, n.port, COORD_ID, id, &x->co->secret, &cbs, l);
-    return NULL;
-}
-
 static void reconcile(cms *x, nlink *l);
 
-static void link_ready(void *arg, peerlink *pl) {
-    nlink *l = arg;
-    l->ready = 1;
-    l->gen++;
-    keel_log(KEEL_LOG_INFO, "node_link_ready", "node=%s addr=%s", l->id, peerlink_addr(pl));
-    if (!l->x->stopping) reconcile(l->x, l);
+static void on_link_ready(void *arg, coord_link *l) {
+    reconcile(arg, l);
 }
 
-static void link_down(void *arg, peerlink *pl, const char *why) {
-    nlink *l = arg;
-    if (l->ready) keel_log(KEEL_LOG_WARN, "node_link_lost", "node=%s reason=%s", l->id, why);
-    l->ready = 0;
-    l->dead = 1;
+static nlink *link_get(cms *x, const char *id) {
+    return coord_links_get(&x->links, id);
+}
+
+static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
+    return coord_links_ready_for(&x->links, id, now);
 }
 
 /* ---- Moves ------------------------------------------------------------------ */
@@ -276,7 +219,7 @@ static void commit_move(cms *x, cmove *m);
 
 static void on_reply(void *arg, void *tag, redisReply *r) {
     nlink *l = arg;
-    cms *x = l->x;
+    cms *x = l->set->arg;
     if (x->stopping) return;
     uint64_t id = (uintptr_t)tag >> 4;
     int kind = (int)((uintptr_t)tag & 15);
@@ -681,7 +624,7 @@ static void start_fence(cms *x, cmove *m) {
 
 static void on_state(void *arg, void *tag, redisReply *r) {
     nlink *l = arg;
-    cms *x = l->x;
+    cms *x = l->set->arg;
     if (x->stopping || !r || r->type != REDIS_REPLY_ARRAY) return;
     unsigned gen = (unsigned)(uintptr_t)tag;
     /* Moves this node had taken up on an earlier connection must still be
@@ -996,7 +939,7 @@ static void on_tick(uv_timer_t *t) {
         link_ready_for(x, m->rec.to, now);
         drive(x, m);
     }
-    for (nlink *l = x->links; l; l = l->next)
+    for (nlink *l = x->links.head; l; l = l->next)
         if (l->want_reconcile) link_ready_for(x, l->id, now);
 }
 
@@ -1024,6 +967,7 @@ int coord_moves_start(coord *co) {
     if (!x) return KEEL_ENOMEM;
     x->co = co;
     co->mv = x;
+    coord_links_init(&x->links, co, on_link_ready, x);
     if (!(x->last_commit_ms = calloc(co->partitions, sizeof *x->last_commit_ms)))
         return KEEL_ENOMEM;
     mapstore_move *list = NULL;
@@ -1066,12 +1010,7 @@ void coord_moves_stop(coord *co) {
     x->stopping = 1;
     uv_timer_stop(&x->timer);
     uv_close((uv_handle_t *)&x->timer, NULL);
-    for (nlink *l = x->links, *next; l; l = next) {
-        next = l->next;
-        peerlink_close(l->pl);
-        free(l);
-    }
-    x->links = NULL;
+    coord_links_close(&x->links);
     while (x->moves) {
         cmove *m = x->moves;
         x->moves = m->next;
