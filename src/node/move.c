@@ -24,6 +24,7 @@
  * all big-endian; vlen MOVE_DEL (0xffffffff) marks a delete, with no value.
  */
 #include "node/move.h"
+#include "node/holdq.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/failpoint.h"
@@ -167,12 +168,10 @@ typedef struct in_move {
 struct moves {
     server *s;
     peerauth_secret secret;
-    int hold_max_ms;
+
     out_move *out[MOVES_MAX];
     in_move *in[MOVES_MAX];
-    node_conn *held; /* requests for fenced partitions, oldest last */
-    uv_timer_t hold_timer;
-    int hold_timer_on;
+    holdq hq; /* requests for fenced partitions */
     move_stats st;
 };
 
@@ -180,10 +179,6 @@ static void slot_range(const moves *mv, unsigned p, unsigned *lo, unsigned *hi) 
     unsigned per = 16384u / ptable_partitions(mv->s->pt);
     *lo = p * per;
     *hi = *lo + per - 1;
-}
-
-static uint64_t now_ms_mono(void) {
-    return keel_mono_us() / 1000;
 }
 
 /* ---- Persisted partition states ------------------------------------------- */
@@ -237,56 +232,10 @@ KEEL_MUST_CHECK static int load_state(moves *mv, unsigned p, char *state, size_t
     return 1;
 }
 
-/* ---- Held requests (fenced partitions) ------------------------------------ */
+/* ---- Held requests (fenced partitions): node/holdq.c -------------------- */
 
-static void held_unlink(moves *mv, node_conn *nc) {
-    if (!nc->held) return;
-    if (nc->hprev)
-        nc->hprev->hnext = nc->hnext;
-    else
-        mv->held = nc->hnext;
-    if (nc->hnext) nc->hnext->hprev = nc->hprev;
-    nc->hprev = nc->hnext = NULL;
-    nc->held = 0;
-    mv->st.held--;
-}
-
-static void resume(client *c) {
-    c->last_ms = keel_wall_ms(); /* the request runs now, not when it arrived */
-    rserver_resume(c);
-}
-
-/* Re-executes every request held for partition p (all when p < 0). */
 static void release_held(moves *mv, long p, int tryagain) {
-    node_conn *nc = mv->held;
-    while (nc) {
-        node_conn *next = nc->hnext;
-        if (p < 0 || nc->held_p == (unsigned)p) {
-            held_unlink(mv, nc);
-            nc->tryagain = tryagain;
-            resume(nc->c);
-        }
-        nc = next;
-    }
-}
-
-static void on_hold_timer(uv_timer_t *t) {
-    moves *mv = t->data;
-    uint64_t now = now_ms_mono();
-    node_conn *nc = mv->held;
-    while (nc) {
-        node_conn *next = nc->hnext;
-        if (now - (uint64_t)nc->held_since >= (uint64_t)mv->hold_max_ms) {
-            held_unlink(mv, nc);
-            nc->tryagain = 1;
-            resume(nc->c);
-        }
-        nc = next;
-    }
-    if (!mv->held) {
-        uv_timer_stop(t);
-        mv->hold_timer_on = 0;
-    }
+    holdq_release(&mv->hq, p, tryagain);
 }
 
 node_conn *node_conn_of(client *c) {
@@ -300,32 +249,7 @@ node_conn *node_conn_of(client *c) {
 }
 
 int move_hold(moves *mv, client *c, unsigned p) {
-    node_conn *nc = node_conn_of(c);
-    if (nc && nc->tryagain) {
-        nc->tryagain = 0;
-        mv->st.tryagain_total++;
-        resp_w_error(&c->out, "TRYAGAIN partition is moving; retry");
-        return 0;
-    }
-    if (!nc || mv->st.held >= MOVE_HOLD_MAX) {
-        mv->st.tryagain_total++;
-        resp_w_error(&c->out, "TRYAGAIN partition is moving; retry");
-        return 0;
-    }
-    nc->held = 1;
-    nc->held_p = p;
-    nc->held_since = (int64_t)now_ms_mono();
-    nc->hprev = NULL;
-    nc->hnext = mv->held;
-    if (mv->held) mv->held->hprev = nc;
-    mv->held = nc;
-    mv->st.held++;
-    mv->st.held_total++;
-    if (!mv->hold_timer_on) {
-        uv_timer_start(&mv->hold_timer, on_hold_timer, 10, 10);
-        mv->hold_timer_on = 1;
-    }
-    return RSERVER_HOLD;
+    return holdq_hold(&mv->hq, c, p);
 }
 
 /* ---- Finding moves --------------------------------------------------------- */
@@ -355,7 +279,7 @@ static void out_wake(out_move *o, int forced) {
     node_conn *nc = c->user;
     if (nc) nc->waits_data = forced ? 2 : 0;
     uv_timer_stop(&o->timer);
-    resume(c);
+    holdq_resume(c);
 }
 
 static void on_out_timer(uv_timer_t *t) {
@@ -408,7 +332,7 @@ static void out_end(moves *mv, out_move *o) {
     o->waiter = NULL;
     uv_timer_stop(&o->timer);
     uv_close((uv_handle_t *)&o->timer, out_close_cb);
-    if (w) resume(w); /* finds no move and says so */
+    if (w) holdq_resume(w); /* finds no move and says so */
 }
 
 /* Positions the log head after every record <= acked. */
@@ -449,7 +373,7 @@ static void in_fail(in_move *in, const char *why) {
     if (in->verifier) {
         client *c = in->verifier;
         in->verifier = NULL;
-        resume(c);
+        holdq_resume(c);
     }
 }
 
@@ -543,7 +467,7 @@ static void wake_verifier(in_move *in) {
     if (in->verifier && in->phase == IN_APPLIED) {
         client *c = in->verifier;
         in->verifier = NULL;
-        resume(c);
+        holdq_resume(c);
     }
 }
 
@@ -669,7 +593,7 @@ static void in_end(moves *mv, in_move *in) {
     in->verifier = NULL;
     uv_timer_stop(&in->timer);
     uv_close((uv_handle_t *)&in->timer, in_close_cb);
-    if (v) resume(v);
+    if (v) holdq_resume(v);
 }
 
 /* ---- Digest --------------------------------------------------------------- */
@@ -1248,6 +1172,10 @@ static int d_changes(dctx *x) {
 
 /* ---- Map changes ----------------------------------------------------------- */
 
+static int still_fenced(unsigned p, void *pt) {
+    return ptable_state(pt, p) == PART_FENCED;
+}
+
 void move_map_changed(moves *mv) {
     server *s = mv->s;
     /* Sources whose partition the map gave away: the move committed. */
@@ -1282,13 +1210,8 @@ void move_map_changed(moves *mv) {
     }
     /* Requests held for a partition that is no longer fenced (a fence
      * restored at start-up and settled by this map). */
-    for (;;) {
-        node_conn *nc = mv->held;
-        while (nc && ptable_state(s->pt, nc->held_p) == PART_FENCED)
-            nc = nc->hnext;
-        if (!nc) break;
-        release_held(mv, nc->held_p, 0);
-    }
+    for (long p; (p = holdq_find_unfenced(&mv->hq, still_fenced, s->pt)) >= 0;)
+        release_held(mv, p, 0);
 }
 
 int move_restore(moves *mv) {
@@ -1406,7 +1329,7 @@ void move_conn_closed(moves *mv, client *c) {
     node_conn *nc = c->user;
     if (!nc) return;
     if (mv) {
-        held_unlink(mv, nc);
+        holdq_unlink(&mv->hq, nc);
         for (int i = 0; i < MOVES_MAX; i++) {
             if (mv->out[i] && mv->out[i]->waiter == c) {
                 mv->out[i]->waiter = NULL;
@@ -1430,6 +1353,9 @@ void move_get_stats(const moves *mv, move_stats *out) {
     memset(out, 0, sizeof *out);
     if (!mv) return;
     *out = mv->st;
+    out->held = mv->hq.held;
+    out->held_total = mv->hq.held_total;
+    out->tryagain_total = mv->hq.tryagain_total;
     unsigned np = ptable_partitions(mv->s->pt);
     for (unsigned p = 0; p < np; p++) {
         switch (ptable_state(mv->s->pt, p)) {
@@ -1456,9 +1382,7 @@ moves *moves_new(server *s, const peerauth_secret *secret, int hold_max_ms) {
     if (!mv) return NULL;
     mv->s = s;
     mv->secret = *secret;
-    mv->hold_max_ms = hold_max_ms > 0 ? hold_max_ms : 2000;
-    uv_timer_init(s->loop, &mv->hold_timer);
-    mv->hold_timer.data = mv;
+    holdq_init(&mv->hq, s->loop, hold_max_ms);
     return mv;
 }
 
@@ -1472,8 +1396,6 @@ void moves_free(moves *mv) {
         if (mv->out[i]) out_end(mv, mv->out[i]);
         if (mv->in[i]) in_end(mv, mv->in[i]);
     }
-    while (mv->held)
-        held_unlink(mv, mv->held);
     peerauth_secret_wipe(&mv->secret);
-    uv_close((uv_handle_t *)&mv->hold_timer, moves_closed);
+    holdq_close(&mv->hq, moves_closed, mv);
 }

@@ -31,9 +31,10 @@
 
 #include "core/peerauth.h"
 #include "net/peerserve.h"
+#include "node/holdq.h"
 #include "node/server.h"
 
-#define MOVE_HOLD_MAX 10000 /* requests held at once, all partitions */
+#define MOVE_HOLD_MAX HOLDQ_MAX /* requests held at once, all partitions (node/holdq.h) */
 
 /* Per-connection state of a node (client.user). */
 typedef struct node_conn {
