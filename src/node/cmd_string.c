@@ -7,6 +7,7 @@
  */
 #include "node/cmd.h"
 #include "core/err.h"
+#include "node/db.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -19,15 +20,19 @@
 
 /* Looks up argv[i]. Returns 1 found, 0 absent, -1 after replying an error.
  * With t == NULL reads the store directly. */
-static int lookup(cmd_ctx *x, store_txn *t, int i, store_value *v) {
-    unsigned slot = x->slot;
-    int rc = t ? store_txn_get(t, slot, x->argv[i], x->argvlen[i], x->now_ms, v)
-               : store_get(x->srv->st, slot, x->argv[i], x->argvlen[i], x->now_ms, v);
+static int lookup_any(cmd_ctx *x, store_txn *t, int i, store_value *v) {
+    int rc = db_get(x, t, x->argv[i], x->argvlen[i], v);
     if (rc == KEEL_ENOTFOUND) return 0;
     if (rc) {
-        reply_errf(x, "ERR storage error: %s", keel_strerror(rc));
+        reply_storage(x, rc);
         return -1;
     }
+    return 1;
+}
+
+static int lookup(cmd_ctx *x, store_txn *t, int i, store_value *v) {
+    int r = lookup_any(x, t, i, v);
+    if (r <= 0) return r;
     if (v->type != STORE_T_STRING) {
         store_value_release(v);
         reply_wrongtype(x);
@@ -56,7 +61,7 @@ static int finish(cmd_ctx *x, store_txn *t, int rc) {
 }
 
 static int put(store_txn *t, cmd_ctx *x, int i, int64_t expire, const void *p, size_t len) {
-    return store_txn_put(t, x->slot, x->argv[i], x->argvlen[i], STORE_T_STRING, expire, p, len);
+    return db_put(x, t, x->argv[i], x->argvlen[i], STORE_T_STRING, expire, p, len);
 }
 
 /* Replies with a looked-up value, or nil when it was not found. */
@@ -157,7 +162,7 @@ void cmd_set(cmd_ctx *x) {
     store_txn *t = store_txn_begin(x->srv->st);
     store_value old;
     /* Plain SET overwrites a value of any type; only SET ... GET cares. */
-    int rc = store_txn_get(t, x->slot, x->argv[1], x->argvlen[1], x->now_ms, &old);
+    int rc = db_get(x, t, x->argv[1], x->argvlen[1], &old);
     if (rc && rc != KEEL_ENOTFOUND) {
         fail(x, t, rc);
         return;
@@ -176,9 +181,8 @@ void cmd_set(cmd_ctx *x) {
         return;
     }
     if (flags & SET_KEEPTTL && found) expire = old.expire_ms;
-    rc = (expire && expire <= x->now_ms)
-             ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
-             : put(t, x, 1, expire, x->argv[2], x->argvlen[2]);
+    rc = (expire && expire <= x->now_ms) ? db_del(x, t, x->argv[1], x->argvlen[1], NULL)
+                                         : put(t, x, 1, expire, x->argv[2], x->argvlen[2]);
     if (finish(x, t, rc) == 0) {
         if (flags & SET_GET)
             reply_value(x, found, &old);
@@ -213,7 +217,7 @@ static void get_and_replace(cmd_ctx *x, int del) {
         if (!found) resp_w_null(x->out, x->proto);
         return;
     }
-    int rc = del ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
+    int rc = del ? db_del(x, t, x->argv[1], x->argvlen[1], NULL)
                  : put(t, x, 1, 0, x->argv[2], x->argvlen[2]);
     if (finish(x, t, rc) == 0) reply_value(x, found, &old);
     if (found) store_value_release(&old);
@@ -230,7 +234,7 @@ void cmd_mget(cmd_ctx *x) {
     resp_w_array(x->out, (size_t)(x->argc - 1));
     for (int i = 1; i < x->argc; i++) {
         store_value v;
-        int rc = store_get(x->srv->st, x->slot, x->argv[i], x->argvlen[i], x->now_ms, &v);
+        int rc = db_get(x, NULL, x->argv[i], x->argvlen[i], &v);
         if (rc == 0 && v.type == STORE_T_STRING)
             resp_w_bulk(x->out, v.data, v.len);
         else
@@ -262,12 +266,12 @@ void cmd_del(cmd_ctx *x) {
     long long n = 0;
     for (int i = 1; i < x->argc; i++) {
         store_value v;
-        int rc = store_txn_get(t, x->slot, x->argv[i], x->argvlen[i], x->now_ms, &v);
+        int rc = db_get(x, t, x->argv[i], x->argvlen[i], &v);
         if (rc == 0) {
             n++;
             store_value_release(&v);
         }
-        rc = store_txn_del(t, x->slot, x->argv[i], x->argvlen[i], NULL);
+        rc = db_del(x, t, x->argv[i], x->argvlen[i], NULL);
         if (rc) {
             fail(x, t, rc);
             return;
@@ -280,7 +284,7 @@ void cmd_exists(cmd_ctx *x) {
     long long n = 0;
     for (int i = 1; i < x->argc; i++) {
         store_value v;
-        if (store_get(x->srv->st, x->slot, x->argv[i], x->argvlen[i], x->now_ms, &v) == 0) {
+        if (db_get(x, NULL, x->argv[i], x->argvlen[i], &v) == 0) {
             n++;
             store_value_release(&v);
         }
@@ -445,15 +449,16 @@ static void expire_generic(cmd_ctx *x, int seconds, const char *name) {
     when += x->now_ms;
     store_txn *t = store_txn_begin(x->srv->st);
     store_value v;
-    int found = lookup(x, t, 1, &v);
+    int found = lookup_any(x, t, 1, &v);
     if (found <= 0 || !expire_allowed(flags, v.expire_ms, when)) {
         store_txn_abort(t);
         if (found > 0) store_value_release(&v);
         if (found >= 0) resp_w_int(x->out, 0);
         return;
     }
-    int rc = when <= x->now_ms ? store_txn_del(t, x->slot, x->argv[1], x->argvlen[1], NULL)
-                               : put(t, x, 1, when, v.data, v.len);
+    int rc = when <= x->now_ms
+                 ? db_del(x, t, x->argv[1], x->argvlen[1], NULL)
+                 : db_put(x, t, x->argv[1], x->argvlen[1], v.type, when, v.data, v.len);
     store_value_release(&v);
     if (finish(x, t, rc) == 0) resp_w_int(x->out, 1);
 }
@@ -467,7 +472,7 @@ void cmd_pexpire(cmd_ctx *x) {
 
 static void ttl_generic(cmd_ctx *x, int ms) {
     store_value v;
-    int rc = store_get(x->srv->st, x->slot, x->argv[1], x->argvlen[1], x->now_ms, &v);
+    int rc = db_get(x, NULL, x->argv[1], x->argvlen[1], &v);
     if (rc) {
         resp_w_int(x->out, -2);
         return;
@@ -492,14 +497,14 @@ void cmd_pttl(cmd_ctx *x) {
 void cmd_persist(cmd_ctx *x) {
     store_txn *t = store_txn_begin(x->srv->st);
     store_value v;
-    int found = lookup(x, t, 1, &v);
+    int found = lookup_any(x, t, 1, &v);
     if (found <= 0 || !v.expire_ms) {
         store_txn_abort(t);
         if (found > 0) store_value_release(&v);
         if (found >= 0) resp_w_int(x->out, 0);
         return;
     }
-    int rc = put(t, x, 1, 0, v.data, v.len);
+    int rc = db_put(x, t, x->argv[1], x->argvlen[1], v.type, 0, v.data, v.len);
     store_value_release(&v);
     if (finish(x, t, rc) == 0) resp_w_int(x->out, 1);
 }

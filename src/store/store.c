@@ -196,7 +196,7 @@ static int check_dir(const char *dir, int create, char *err, size_t cap) {
 
 static void stats_reset(store *s) {
     memset(s->stats, 0, sizeof s->stats);
-    s->total_keys = s->total_bytes = s->total_expires = 0;
+    s->total_keys = s->total_bytes = s->total_expires = s->total_subs = 0;
 }
 
 /* Loads the "s/<slot>" records saved by a clean close. */
@@ -222,6 +222,21 @@ static int load_stats(store *s) {
         s->total_bytes += st->bytes;
         s->total_expires += st->expires;
     }
+    /* "t/<slot>": [field records u64], only for slots that hold some; a
+     * release without field records wrote none. */
+    for (rocksdb_iter_seek(it, "t/", 2); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl);
+        const char *v = rocksdb_iter_value(it, &vl);
+        if (kl < 2 || memcmp(k, "t/", 2) != 0) break;
+        if (kl != 4 || vl != 8 || get_be16(k + 2) >= STORE_SLOTS) {
+            keel_log(KEEL_LOG_ERROR, "store_stats_corrupt", "klen=%zu vlen=%zu", kl, vl);
+            rc = KEEL_ECORRUPT;
+            break;
+        }
+        s->stats[get_be16(k + 2)].subs = get_be64(v);
+        s->total_subs += get_be64(v);
+    }
     char *rerr = NULL;
     rocksdb_iter_get_error(it, &rerr);
     if (rerr) rc = rerr_log("store_stats_load", rerr);
@@ -243,6 +258,9 @@ static int recount_stats(store *s) {
         if (kl < KEY_PREFIX || get_be16(k) >= STORE_SLOTS) continue;
         slot_stat *st = &s->stats[get_be16(k)];
         int ttl = vl >= VAL_HDR && get_be64(v + 1) != 0;
+        int sub = vl >= 1 && ((uint8_t)v[0] & STORE_T_SUB);
+        st->subs += (uint64_t)sub;
+        s->total_subs += (uint64_t)sub;
         st->keys++;
         st->bytes += kl + vl;
         st->expires += (uint64_t)ttl;
@@ -297,9 +315,16 @@ static int save_stats(store *s) {
     stat_key(a, 0);
     memcpy(b, "s/\xff\xff", 4);
     rocksdb_writebatch_delete_range_cf(wb, s->cf_meta, a, 4, b, 4);
+    rocksdb_writebatch_delete_range_cf(wb, s->cf_meta, "t/\0\0", 4, "t/\xff\xff", 4);
     for (unsigned slot = 0; slot < STORE_SLOTS; slot++) {
         const slot_stat *st = &s->stats[slot];
         if (!st->keys && !st->bytes) continue;
+        if (st->subs) {
+            char tk[4] = {'t', '/'}, tv[8];
+            put_be16(tk + 2, slot);
+            put_be64(tv, st->subs);
+            rocksdb_writebatch_put_cf(wb, s->cf_meta, tk, 4, tv, 8);
+        }
         char k[4], v[STATS_REC];
         stat_key(k, slot);
         put_be64(v, st->keys);
@@ -409,10 +434,13 @@ int store_open(const char *dir, const store_opts *o, store **out, char *err, siz
     }
     s->cf_data = h[0];
     s->cf_meta = h[1];
+    if ((rc = store__format_open(s, err, errcap))) goto fail;
     if ((rc = open_stats(s))) {
         seterr(err, errcap, "cannot open store in %s: cannot read or rebuild statistics", dir);
         goto fail;
     }
+    for (unsigned slot = 0; slot < STORE_SLOTS; slot++) /* orphans left by a previous run */
+        if (s->stats[slot].subs) store__gc_mark(s, slot);
     keel_log(KEEL_LOG_INFO, "store_open", "dir=%s fsync=%s keys=%llu bytes=%llu ms=%llu", dir,
              store_fsync_name(s->fsync), (unsigned long long)s->total_keys,
              (unsigned long long)s->total_bytes,
@@ -501,6 +529,7 @@ void store_free(store *s) {
     if (s->bbo) rocksdb_block_based_options_destroy(s->bbo);
     if (s->cache) rocksdb_cache_destroy(s->cache);
     free(s->cursor);
+    free(s->gc_key);
     free(s->dir);
     free(s);
 }
@@ -513,11 +542,14 @@ void store_free(store *s) {
  * a live value fills v with a pinned slice and returns 0; otherwise
  * KEEL_ENOTFOUND, KEEL_EIO. */
 static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_value *v,
-                  int *exists, size_t *vlen, int *has_ttl, uint64_t *hash) {
+                  int *exists, size_t *vlen, int *has_ttl, uint64_t *hash, uint8_t *type,
+                  uint64_t *ver) {
     char *rerr = NULL;
     *exists = 0;
     *vlen = 0;
     *has_ttl = 0;
+    if (type) *type = 0;
+    if (ver) *ver = 0;
     if (hash) *hash = 0;
     rocksdb_pinnableslice_t *ps =
         rocksdb_get_pinned_cf(s->db, s->ropts, s->cf_data, ek, eklen, &rerr);
@@ -527,6 +559,8 @@ static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_
     *exists = 1;
     *has_ttl = *vlen >= VAL_HDR && get_be64(p + 1) != 0;
     if (hash) *hash = kv_hash(ek, eklen, p, *vlen);
+    if (type) *type = *vlen ? (uint8_t)p[0] : 0;
+    if (ver) *ver = value_version(p, *vlen);
     int rc = decode_value(p, *vlen, now_ms, v);
     if (rc) {
         rocksdb_pinnableslice_destroy(ps);
@@ -554,7 +588,7 @@ int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now
     }
     int exists, ttl;
     size_t vlen;
-    return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, NULL);
+    return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, NULL, NULL, NULL);
 }
 
 void store_value_release(store_value *v) {
@@ -660,8 +694,9 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
         store_value v;
         int exists, ttl;
         size_t vlen;
-        uint64_t hash;
-        *rc = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash);
+        uint64_t hash, ver;
+        uint8_t type;
+        *rc = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash, &type, &ver);
         if (*rc == 0)
             store_value_release(&v);
         else if (*rc != KEEL_ENOTFOUND)
@@ -675,12 +710,14 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
         e->vlen = vlen;
         e->has_ttl = ttl;
         e->hash = hash;
+        e->type = type;
+        e->ver = ver;
     }
     return e;
 }
 
 static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes, int64_t dexpires,
-                       uint64_t dxor) {
+                       int64_t dsubs, uint64_t dxor) {
     if (!t->tidx[slot]) {
         if (t->ntouched == t->cap_touched) {
             size_t cap = t->cap_touched ? t->cap_touched * 2 : 16;
@@ -696,6 +733,7 @@ static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbyte
     d->dkeys += dkeys;
     d->dbytes += dbytes;
     d->dexpires += dexpires;
+    d->dsubs += dsubs;
     d->dxor ^= dxor;
     return 0;
 }
@@ -753,8 +791,10 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
     if (e && e->written) return overlay_value(t, e, now_ms, v); /* our own write */
     int exists, ttl;
     size_t vlen;
-    uint64_t hash;
-    int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, e ? NULL : &hash);
+    uint64_t hash, ver;
+    uint8_t type;
+    int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, e ? NULL : &hash,
+                    e ? NULL : &type, e ? NULL : &ver);
     if (rc && rc != KEEL_ENOTFOUND) return rc;
     if (!e) { /* remember the physical state for a following put or del */
         if (!(e = ent_add(t, s->kbuf, eklen))) {
@@ -765,6 +805,8 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
         e->vlen = vlen;
         e->has_ttl = ttl;
         e->hash = hash;
+        e->type = type;
+        e->ver = ver;
     }
     return rc;
 }
@@ -772,7 +814,7 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
 /* Puts the value hdr (VAL_HDR bytes, already encoded) + data[0..len): the
  * common part of store_txn_put and store_txn_put_raw. */
 static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen,
-                       const char hdr[VAL_HDR], const void *data, size_t len) {
+                       const char hdr[VAL_HDR], const void *data, size_t len, int raw) {
     store *s = t->s;
     int64_t expire_ms = (int64_t)get_be64(hdr + 1);
     if (!t->open || slot >= STORE_SLOTS || expire_ms < 0) return KEEL_EINVAL;
@@ -789,11 +831,19 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     if (kbuf_append(&t->arena, hdr, VAL_HDR) || kbuf_append(&t->arena, data, len))
         return KEEL_ENOMEM;
     int ttl = expire_ms != 0;
+    uint8_t type = (uint8_t)hdr[0];
+    uint64_t ver = type_compound(type) && len >= 8 ? get_be64(data) : 0;
+    int sub = (type & STORE_T_SUB) != 0;
     uint64_t hash = mix64(fnv1a64(fnv1a64(kv_hash_key(s->kbuf, eklen), hdr, VAL_HDR), data, len));
     if ((rc = txn_account(t, slot, exists ? 0 : 1,
                           (int64_t)(eklen + VAL_HDR + len) - (exists ? (int64_t)(eklen + old) : 0),
-                          ttl - (exists && e->has_ttl), hash ^ (exists ? e->hash : 0))))
+                          ttl - (exists && e->has_ttl), sub - (exists && (e->type & STORE_T_SUB)),
+                          hash ^ (exists ? e->hash : 0))))
         return rc;
+    /* A compound key replaced by another version (or type) orphans its
+     * field records; field records arriving raw may be orphans already. */
+    if ((exists && type_compound(e->type) && e->ver != ver) || (raw && sub))
+        store__gc_mark(s, slot);
     const char *kp[1] = {s->kbuf};
     size_t ks[1] = {eklen};
     const char *vp[2] = {hdr, data ? data : ""};
@@ -803,6 +853,8 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     e->exists = e->written = 1;
     e->has_ttl = ttl;
     e->hash = hash;
+    e->type = type;
+    e->ver = ver;
     e->voff = voff;
     e->vlen = VAL_HDR + len;
     return 0;
@@ -814,21 +866,23 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
     char hdr[VAL_HDR];
     hdr[0] = (char)type;
     put_be64(hdr + 1, (uint64_t)expire_ms);
-    return txn_put_enc(t, slot, key, klen, hdr, data, len);
+    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0);
 }
 
 int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
                       const void *encoded_value, size_t vlen) {
     if (!encoded_value || vlen < VAL_HDR) return KEEL_EINVAL;
     const char *v = encoded_value;
-    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR);
+    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR, 1);
 }
 
 /* Deletes ek, known to exist with an encoded value of vlen bytes whose
  * kv_hash is hash. */
 static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen,
-                         int has_ttl, uint64_t hash) {
-    int rc = txn_account(t, slot, -1, -(int64_t)(eklen + vlen), -(int64_t)has_ttl, hash);
+                         int has_ttl, uint64_t hash, uint8_t type) {
+    int rc = txn_account(t, slot, -1, -(int64_t)(eklen + vlen), -(int64_t)has_ttl,
+                         -(int64_t)((type & STORE_T_SUB) != 0), hash);
+    if (type_compound(type)) store__gc_mark(t->s, slot); /* its fields are orphans now */
     if (rc) return rc;
     rocksdb_writebatch_delete_cf(t->wb, t->s->cf_data, ek, eklen);
     t->nops++;
@@ -839,8 +893,15 @@ static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t ekl
     e->written = 1;
     e->has_ttl = 0;
     e->hash = 0;
+    e->type = 0;
+    e->ver = 0;
     e->vlen = 0;
     return 0;
+}
+
+int store__txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen,
+                         int has_ttl, uint64_t hash, uint8_t type) {
+    return txn_del_known(t, slot, ek, eklen, vlen, has_ttl, hash, type);
 }
 
 int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int *existed) {
@@ -852,7 +913,8 @@ int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int
     int rc;
     txn_entry *e = txn_phys(t, s->kbuf, eklen, &rc);
     if (!e || !e->exists) return rc;
-    if ((rc = txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl, e->hash))) return rc;
+    if ((rc = txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl, e->hash, e->type)))
+        return rc;
     if (existed) *existed = 1;
     return 0;
 }
@@ -880,10 +942,13 @@ static int txn_commit(store_txn *t, int lazy) {
         s->total_keys -= st->keys;
         s->total_bytes -= st->bytes;
         s->total_expires -= st->expires;
+        s->total_subs -= st->subs;
+        st->subs = apply_delta(st->subs, d->dsubs, d->slot);
         st->keys = apply_delta(st->keys, d->dkeys, d->slot);
         st->bytes = apply_delta(st->bytes, d->dbytes, d->slot);
         st->expires = apply_delta(st->expires, d->dexpires, d->slot);
         st->digest ^= d->dxor;
+        s->total_subs += st->subs;
         s->total_keys += st->keys;
         s->total_bytes += st->bytes;
         s->total_expires += st->expires;
@@ -951,12 +1016,12 @@ int store_sync_wal(store *s, uint64_t *fsync_us) {
 
 void store_slot_stats(const store *s, unsigned slot, uint64_t *keys, uint64_t *bytes) {
     const slot_stat *st = slot < STORE_SLOTS ? &s->stats[slot] : NULL;
-    if (keys) *keys = st ? st->keys : 0;
+    if (keys) *keys = st ? st->keys - st->subs : 0;
     if (bytes) *bytes = st ? st->bytes : 0;
 }
 
 uint64_t store_total_keys(const store *s) {
-    return s->total_keys;
+    return s->total_keys - s->total_subs;
 }
 
 uint64_t store_total_bytes(const store *s) {
@@ -1024,7 +1089,9 @@ static int sweep_slot(store *s, unsigned slot, int64_t now_ms, size_t *budget, s
         (*budget)--;
         if (kl >= KEY_PREFIX && kl <= KEY_MAX && vl >= VAL_HDR &&
             is_expired((int64_t)get_be64(v + 1), now_ms)) {
-            if ((rc = txn_del_known(&s->txn, slot, k, kl, vl, 1, kv_hash(k, kl, v, vl)))) break;
+            if ((rc = txn_del_known(&s->txn, slot, k, kl, vl, 1, kv_hash(k, kl, v, vl),
+                                    (uint8_t)v[0])))
+                break;
             (*deleted)++;
         }
     }
@@ -1108,7 +1175,12 @@ int store_delete_slots(store *s, unsigned lo, unsigned hi) {
         s->total_keys -= s->stats[slot].keys;
         s->total_bytes -= s->stats[slot].bytes;
         s->total_expires -= s->stats[slot].expires;
+        s->total_subs -= s->stats[slot].subs;
         s->stats[slot] = (slot_stat){0};
+        if (s->gc_slot[slot]) {
+            s->gc_slot[slot] = 0;
+            s->gc_pending--;
+        }
     }
     int rc = flush_wal(s, 1, NULL);
     if (rc) return rc;
