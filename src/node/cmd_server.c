@@ -218,6 +218,34 @@ static const char *flag_names[] = {"write", "readonly", "fast",  "no_auth",
                                    "admin", "loading",  "stale", "noscript"};
 
 static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
+    if (d->keynum > 0) { /* numkeys at keynum, then the keys */
+        resp_w_array(x->out, 1);
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "flags");
+        resp_w_set(x->out, x->proto, 1);
+        resp_w_simple(x->out, d->flags & CMD_WRITE ? "RW" : "RO");
+        resp_w_bulkstr(x->out, "begin_search");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "index");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 1);
+        resp_w_bulkstr(x->out, "index");
+        resp_w_int(x->out, d->keynum);
+        resp_w_bulkstr(x->out, "find_keys");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "keynum");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "keynumidx");
+        resp_w_int(x->out, 0);
+        resp_w_bulkstr(x->out, "firstkey");
+        resp_w_int(x->out, 1);
+        resp_w_bulkstr(x->out, "keystep");
+        resp_w_int(x->out, 1);
+        return;
+    }
     if (d->first_key <= 0) {
         resp_w_array(x->out, 0);
         return;

@@ -4,6 +4,7 @@
 #include "core/err.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,4 +283,99 @@ static int glob_impl(const char *p, size_t pl, const char *s, size_t sl, int noc
 
 int db_glob(const char *p, size_t pl, const char *s, size_t sl, int nocase) {
     return glob_impl(p, pl, s, sl, nocase, 0);
+}
+
+void flist_init(flist *l) {
+    memset(l, 0, sizeof *l);
+    kbuf_init(&l->buf);
+}
+
+void flist_free(flist *l) {
+    kbuf_close(&l->buf);
+    free(l->e);
+    memset(l, 0, sizeof *l);
+}
+
+int flist_add(flist *l, const char *f, size_t fl, const char *v, size_t vl) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        flist_ent *p = realloc(l->e, cap * sizeof *p);
+        if (!p) return KEEL_ENOMEM;
+        l->e = p;
+        l->cap = cap;
+    }
+    flist_ent *e = &l->e[l->n];
+    e->fo = l->buf.len;
+    e->fl = fl;
+    if (kbuf_append(&l->buf, f, fl)) return KEEL_ENOMEM;
+    e->vo = l->buf.len;
+    e->vl = vl;
+    if (kbuf_append(&l->buf, v, vl)) return KEEL_ENOMEM;
+    l->n++;
+    return 0;
+}
+
+static int flist_one(void *arg, const char *f, size_t fl, const store_value *v) {
+    return flist_add(arg, f, fl, v->data, v->len) ? -1 : 0;
+}
+
+long flist_load(cmd_ctx *x, const char *k, size_t kl, const obj *o, size_t skip, size_t max,
+                flist *l) {
+    size_t before = l->n;
+    long n = sub_scan(x, k, kl, o, skip, max, flist_one, l);
+    if (n >= 0 && l->n != before + (size_t)n) return KEEL_ENOMEM;
+    return n;
+}
+
+const char *db_type_name(uint8_t type) {
+    switch (type) {
+    case STORE_T_STRING:
+        return "string";
+    case STORE_T_HASH:
+        return "hash";
+    case STORE_T_SET:
+        return "set";
+    case STORE_T_ZSET:
+        return "zset";
+    case STORE_T_LIST:
+        return "list";
+    default:
+        return "none";
+    }
+}
+
+int db_load_value(cmd_ctx *x, const char *k, size_t kl, store_value *sv, flist *l) {
+    flist_init(l);
+    int rc = db_get(x, NULL, k, kl, sv);
+    if (rc) return rc;
+    if (sv->type == STORE_T_STRING) return 0;
+    obj o;
+    if (sv->len < STORE_META_LEN) return KEEL_ECORRUPT;
+    const unsigned char *p = (const unsigned char *)sv->data;
+    o.version = 0;
+    for (int i = 0; i < 8; i++)
+        o.version = o.version << 8 | p[i];
+    o.type = sv->type;
+    long n = flist_load(x, k, kl, &o, 0, SIZE_MAX, l);
+    if (n < 0) {
+        store_value_release(sv);
+        flist_free(l);
+        return (int)n;
+    }
+    return 0;
+}
+
+int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *l, const char *dk,
+                  size_t dkl, int64_t expire_ms) {
+    int rc = db_del(x, t, dk, dkl, NULL);
+    if (rc) return rc;
+    if (sv->type == STORE_T_STRING)
+        return db_put(x, t, dk, dkl, STORE_T_STRING, expire_ms, sv->data, sv->len);
+    obj o = {.type = sv->type,
+             .expire_ms = expire_ms,
+             .version = store_new_version(x->srv->st),
+             .size = l->n};
+    for (size_t i = 0; i < l->n && !rc; i++)
+        rc = sub_put(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i), l->e[i].vl);
+    return rc ? rc : obj_save(x, t, dk, dkl, &o);
 }

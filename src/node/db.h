@@ -63,3 +63,38 @@ void reply_storage(cmd_ctx *x, int rc);
 int db_glob(const char *p, size_t pl, const char *s, size_t sl, int nocase);
 
 #endif
+
+/* All fields of a compound key, loaded before a txn opens (store_scan_range
+ * needs none open): field i is buf.p[e[i].fo .. +fl), its value [vo .. +vl). */
+typedef struct flist_ent {
+    size_t fo, fl, vo, vl;
+} flist_ent;
+typedef struct flist {
+    kbuf buf;
+    flist_ent *e;
+    size_t n, cap;
+} flist;
+void flist_init(flist *l);
+void flist_free(flist *l);
+/* Appends a field and value. Returns 0 or KEEL_ENOMEM. */
+int flist_add(flist *l, const char *f, size_t fl, const char *v, size_t vl);
+/* Loads o's fields (skip, max as sub_scan). Returns the count or KEEL_E*. */
+long flist_load(cmd_ctx *x, const char *k, size_t kl, const obj *o, size_t skip, size_t max,
+                flist *l);
+static inline const char *flist_f(const flist *l, size_t i) {
+    return l->buf.p + l->e[i].fo;
+}
+static inline const char *flist_v(const flist *l, size_t i) {
+    return l->buf.p + l->e[i].vo;
+}
+
+/* Writes a copy of key src (value sv; fields in l for a compound key) as
+ * dk, replacing whatever dk held, with expiry expire_ms. */
+int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *l, const char *dk,
+                  size_t dkl, int64_t expire_ms);
+/* Reads key k for a copy: *sv (release it) and, for a compound key, its
+ * fields into l (initialised here either way). Returns 0, KEEL_ENOTFOUND or
+ * KEEL_E*. No txn may be open. */
+int db_load_value(cmd_ctx *x, const char *k, size_t kl, store_value *sv, flist *l);
+/* The type name TYPE replies ("string", "hash", ...). */
+const char *db_type_name(uint8_t type);
