@@ -401,7 +401,11 @@ void cmd_copy(cmd_ctx *x) {
             replace = 1;
         } else if (arg_is(x, j, "db") && j + 1 < x->argc) {
             long long db;
-            if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &db) || db < 0 || db > 0x7fffffff) {
+            if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &db)) {
+                reply_not_int(x);
+                return;
+            }
+            if (db < 0 || db > 0x7fffffff) {
                 reply_err(x, "ERR value is out of range, must be positive");
                 return;
             }
@@ -452,4 +456,8 @@ void cmd_copy(cmd_ctx *x) {
     }
     store_txn_commit(t);
     resp_w_int(x->out, 1);
+}
+
+void cmd_function(cmd_ctx *x) {
+    reply_err(x, "ERR wrong number of arguments for 'function' command");
 }

@@ -178,19 +178,63 @@ void cmd_client_setname(cmd_ctx *x) {
 static const struct {
     const char *name, *value;
 } config_values[] = {
-    {"save", ""},       {"appendonly", "no"},         {"cluster-enabled", "yes"},
-    {"databases", "1"}, {"maxmemory", "0"},           {"cluster-require-full-coverage", "yes"},
-    {"timeout", "0"},   {"proto-max-bulk-len", NULL}, {"maxclients", NULL},
+    {"save", ""},
+    {"appendonly", "no"},
+    {"cluster-enabled", "yes"},
+    {"databases", "1"},
+    {"maxmemory", "0"},
+    {"cluster-require-full-coverage", "yes"},
+    {"timeout", "0"},
+    {"proto-max-bulk-len", NULL},
+    {"maxclients", NULL},
+    /* Encoding thresholds: keel stores every hash, set, sorted set and list
+     * one way (a record per element), so these are accepted by CONFIG SET
+     * and have no effect. */
+    {"hash-max-listpack-entries", "128"},
+    {"hash-max-listpack-value", "64"},
+    {"hash-max-ziplist-entries", "128"},
+    {"hash-max-ziplist-value", "64"},
+    {"set-max-intset-entries", "512"},
+    {"zset-max-listpack-entries", "128"},
+    {"zset-max-listpack-value", "64"},
+    {"zset-max-ziplist-entries", "128"},
+    {"zset-max-ziplist-value", "64"},
+    {"list-max-listpack-size", "-2"},
+    {"list-max-ziplist-size", "-2"},
+    {"list-compress-depth", "0"},
 };
+#define CONFIG_NOOP_FIRST 9 /* config_values[9..]: CONFIG SET accepts, no effect */
 
 void cmd_config(cmd_ctx *x) {
     reply_err(x, "ERR wrong number of arguments for 'config' command");
 }
 
+/* CONFIG SET param value [param value ...]: only the parameters that mean
+ * nothing to keel's storage (encoding thresholds) are accepted; the rest
+ * get redis' error for an unknown parameter, and nothing is applied. */
+void cmd_config_set(cmd_ctx *x) {
+    size_t n = sizeof config_values / sizeof *config_values;
+    if (x->argc % 2 != 0) {
+        reply_err(x, "ERR wrong number of arguments for 'config|set' command");
+        return;
+    }
+    for (int j = 2; j < x->argc; j += 2) {
+        size_t i = CONFIG_NOOP_FIRST;
+        while (i < n && strcasecmp(x->argv[j], config_values[i].name) != 0)
+            i++;
+        if (i == n) {
+            reply_errf(x, "ERR Unknown option or number of arguments for CONFIG SET - '%s'",
+                       x->argv[j]);
+            return;
+        }
+    }
+    reply_ok(x);
+}
+
 void cmd_config_get(cmd_ctx *x) {
     size_t n = sizeof config_values / sizeof *config_values, hits = 0;
-    const char *match[16];
-    char vals[16][32];
+    const char *match[32];
+    char vals[32][32];
     for (size_t i = 0; i < n; i++) {
         int hit = 0;
         for (int j = 2; j < x->argc && !hit; j++)

@@ -186,7 +186,8 @@ long sub_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, size_t skip, s
 
 /* redis' stringmatchlen (util.c), without the recursion-depth guard's
  * nesting limit beyond what a 64 KiB key allows. */
-static int glob_impl(const char *p, size_t pl, const char *s, size_t sl, int nocase, int depth) {
+static int glob_impl(const char *p, size_t pl, const char *s, size_t sl, int nocase, int depth,
+                     int *skip_longer) {
     if (depth > 1000) return 0;
     while (pl && sl) {
         switch (p[0]) {
@@ -197,10 +198,14 @@ static int glob_impl(const char *p, size_t pl, const char *s, size_t sl, int noc
             }
             if (pl == 1) return 1;
             while (sl) {
-                if (glob_impl(p + 1, pl - 1, s, sl, nocase, depth + 1)) return 1;
+                if (glob_impl(p + 1, pl - 1, s, sl, nocase, depth + 1, skip_longer)) return 1;
+                if (*skip_longer) return 0;
                 s++;
                 sl--;
             }
+            /* The rest matches nowhere in the rest of the string: no longer
+             * match of an earlier '*' can help (redis' skipLongerMatches). */
+            *skip_longer = 1;
             return 0;
         case '?':
             s++;
@@ -282,7 +287,8 @@ static int glob_impl(const char *p, size_t pl, const char *s, size_t sl, int noc
 }
 
 int db_glob(const char *p, size_t pl, const char *s, size_t sl, int nocase) {
-    return glob_impl(p, pl, s, sl, nocase, 0);
+    int skip_longer = 0;
+    return glob_impl(p, pl, s, sl, nocase, 0, &skip_longer);
 }
 
 void flist_init(flist *l) {
