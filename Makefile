@@ -10,7 +10,7 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
             libcmocka-dev libmicrohttpd-dev libcjson-dev libfaketime \
             redis-tools redis-server python3-redis
 
-.PHONY: all deps build build-asan test demo bench clean format sim-soak
+.PHONY: all deps build build-asan test demo bench clean format sim-soak compat
 
 all: build
 
@@ -44,6 +44,12 @@ test: build build-asan
 SECONDS ?= 60
 sim-soak: build
 	@DETECTOR_SIM_SECONDS=$(SECONDS) ./$(BUILD)/test-detector
+
+# Redis 7.0.15's own test files, unmodified, from ../shared when present,
+# against a fresh keel node and a fresh redis-server per file; prints the
+# [ok] counts of both. Not part of `make test`. FILES="unit/type/hash ..."
+compat: build
+	@./tests/compat/run.sh $(BUILD)/keel
 
 demo: build
 	@./build/keel demo $(ARGS)

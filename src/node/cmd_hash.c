@@ -21,6 +21,7 @@ int scan_options(cmd_ctx *x, int first, const char **pat, size_t *patlen, long l
                  int *type);
 
 #define K(x) (x)->argv[1], (x)->argvlen[1]
+#define SCAN_WHOLE 2048 /* HSCAN/SSCAN reply a key of up to this many fields at once */
 
 /* Ends a write: commits, or aborts and replies the storage error. Returns 0
  * when committed. */
@@ -225,7 +226,7 @@ void cmd_hincrby(cmd_ctx *x) {
 
 static int parse_ld(const char *s, size_t len, long double *out) {
     char buf[5600];
-    if (len == 0 || len >= sizeof buf) return -1;
+    if (len == 0 || len >= sizeof buf || memchr(s, 0, len)) return -1;
     memcpy(buf, s, len);
     buf[len] = 0;
     if (isspace((unsigned char)buf[0])) return -1;
@@ -324,6 +325,10 @@ void scan_fields(cmd_ctx *x, uint8_t type, int with_values) {
     obj o;
     int r = obj_lookup(x, NULL, K(x), type, &o);
     if (r < 0) return;
+    /* A small key comes back whole, as redis does for its compact
+     * encodings: the offset cursor below can skip fields that stay if
+     * others are deleted between calls. */
+    if (r && cur == 0 && o.size <= SCAN_WHOLE) count = SCAN_WHOLE;
     flist l;
     flist_init(&l);
     long n = r ? flist_load(x, K(x), &o, (size_t)cur, (size_t)count, &l) : 0;

@@ -461,3 +461,41 @@ void cmd_copy(cmd_ctx *x) {
 void cmd_function(cmd_ctx *x) {
     reply_err(x, "ERR wrong number of arguments for 'function' command");
 }
+
+void cmd_memory(cmd_ctx *x) {
+    reply_err(x, "ERR wrong number of arguments for 'memory' command");
+}
+
+/* MEMORY USAGE key [SAMPLES n]: the bytes of the key's records as stored
+ * (record keys and values, field records included), not RAM. */
+void cmd_memory_usage(cmd_ctx *x) {
+    if (x->argc != 3 && !(x->argc == 5 && arg_is(x, 3, "samples"))) {
+        reply_syntax(x);
+        return;
+    }
+    x->slot = keel_key_slot(x->argv[2], x->argvlen[2]);
+    route r;
+    ptable_route(x->srv->pt, x->slot, &r);
+    if (r.kind == ROUTE_MOVED) {
+        reply_errf(x, "MOVED %u %s:%d", x->slot, r.owner->host, r.owner->port);
+        return;
+    }
+    store_value v;
+    flist l;
+    int rc = db_load_value(x, x->argv[2], x->argvlen[2], &v, &l);
+    if (rc) {
+        flist_free(&l);
+        if (rc == KEEL_ENOTFOUND)
+            resp_w_null(x->out, x->proto);
+        else
+            reply_storage(x, rc);
+        return;
+    }
+    size_t kl = x->argvlen[2];
+    long long n = (long long)(2 + 1 + kl + 9 + v.len);
+    for (size_t i = 0; i < l.n; i++)
+        n += (long long)(2 + 11 + kl + l.e[i].fl + 9 + l.e[i].vl);
+    store_value_release(&v);
+    flist_free(&l);
+    resp_w_int(x->out, n);
+}

@@ -204,6 +204,7 @@ static const struct {
     {"list-compress-depth", "0"},
 };
 #define CONFIG_NOOP_FIRST 9 /* config_values[9..]: CONFIG SET accepts, no effect */
+#define CONFIG_SAVE 0       /* "save": keel takes no snapshots; accepted, no effect */
 
 void cmd_config(cmd_ctx *x) {
     reply_err(x, "ERR wrong number of arguments for 'config' command");
@@ -222,6 +223,7 @@ void cmd_config_set(cmd_ctx *x) {
         size_t i = CONFIG_NOOP_FIRST;
         while (i < n && strcasecmp(x->argv[j], config_values[i].name) != 0)
             i++;
+        if (!strcasecmp(x->argv[j], config_values[CONFIG_SAVE].name)) i = CONFIG_SAVE;
         if (i == n) {
             reply_errf(x, "ERR Unknown option or number of arguments for CONFIG SET - '%s'",
                        x->argv[j]);

@@ -150,7 +150,10 @@ void cmd_sscan(cmd_ctx *x) {
 /* Parses a count in [lo, LONG_MAX] as getRangeLongFromObjectOrReply. */
 static int count_arg(cmd_ctx *x, int i, long long lo, const char *range_msg, long long *out) {
     if (arg_ll(x->argv[i], x->argvlen[i], out)) {
-        reply_not_int(x);
+        if (lo == 0) /* redis' getPositiveLong: one message for both */
+            reply_err(x, range_msg);
+        else
+            reply_not_int(x);
         return -1;
     }
     if (*out < lo || *out > LONG_MAX) {
@@ -444,11 +447,7 @@ void cmd_sintercard(cmd_ctx *x) {
     }
     for (int j = 2 + (int)nk; j < x->argc; j += 2) {
         if (arg_is(x, j, "limit") && j + 1 < x->argc) {
-            if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &limit)) {
-                reply_not_int(x);
-                return;
-            }
-            if (limit < 0) {
+            if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &limit) || limit < 0) {
                 reply_err(x, "ERR LIMIT can't be negative");
                 return;
             }

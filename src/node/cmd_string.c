@@ -666,7 +666,7 @@ void cmd_setrange(cmd_ctx *x) {
         resp_w_int(x->out, (long long)oldlen);
         return;
     }
-    if (off + (long long)vl > MAX_STRING) {
+    if (off > MAX_STRING - (long long)vl) {
         store_txn_abort(t);
         if (found) store_value_release(&old);
         reply_err(x, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
@@ -689,7 +689,7 @@ void cmd_setrange(cmd_ctx *x) {
 /* redis' string2ld: the whole argument, no spaces, not NaN. */
 static int arg_ld(const char *s, size_t len, long double *out) {
     char buf[5600];
-    if (len == 0 || len >= sizeof buf) return -1;
+    if (len == 0 || len >= sizeof buf || memchr(s, 0, len)) return -1;
     memcpy(buf, s, len);
     buf[len] = 0;
     if (isspace((unsigned char)buf[0])) return -1;

@@ -15,7 +15,7 @@ H(cluster_myid) H(cluster_keyslot) H(cluster_countkeysinslot) H(cluster_getkeysi
 H(setex) H(psetex) H(getex) H(getrange) H(setrange) H(incrbyfloat) H(msetnx)
 H(setbit) H(getbit) H(bitcount) H(bitpos)
 H(expireat) H(pexpireat) H(expiretime) H(pexpiretime)
-H(config_set) H(function) H(flushall) H(keys) H(scan) H(randomkey) H(type) H(touch) H(object) H(time)
+H(config_set) H(function) H(memory) H(memory_usage) H(flushall) H(keys) H(scan) H(randomkey) H(type) H(touch) H(object) H(time)
 H(rename) H(renamenx) H(copy)
 H(hset) H(hmset) H(hsetnx) H(hget) H(hmget) H(hdel) H(hlen) H(hstrlen) H(hexists)
 H(hincrby) H(hincrbyfloat) H(hkeys) H(hvals) H(hgetall) H(hscan) H(hrandfield)
@@ -49,6 +49,10 @@ static const cmd_def config_subs[] = {{"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMI
 
 /* keel has no functions: FUNCTION FLUSH has nothing to do (the test
  * harness sends it before every block). */
+static const cmd_def memory_subs[] = {{"usage", -3, R, 0, 0, 0, CLASS_READ, cmd_memory_usage,
+                                       "server", "Estimates the memory usage of a key"},
+                                      END};
+
 static const cmd_def function_subs[] = {
     {"flush", -2, W, 0, 0, 0, CLASS_ADMIN, cmd_ok, "scripting", "Deletes all library definitions"},
     END};
@@ -168,6 +172,8 @@ const cmd_def cmd_table[] = {
     {"object", -2, R, 0, 0, 0, CLASS_READ, cmd_object, "keyspace",
      "A container for object introspection commands"},
     {"time", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_time, "server", "Returns the server time"},
+    {"memory", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_memory, "server",
+     "A container for memory diagnostics commands", memory_subs},
     {"function", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_function, "scripting",
      "A container for function commands", function_subs},
     {"rename", 3, W, 1, 2, 1, CLASS_WRITE, cmd_rename, "keyspace", "Renames a key"},

@@ -367,7 +367,11 @@ static void set_options(store *s, const store_opts *o) {
      * recount does that, and the sweep walks slot by slot. */
     rocksdb_options_set_prefix_extractor(s->opts,
                                          rocksdb_slicetransform_create_fixed_prefix(KEY_PREFIX));
-    rocksdb_options_set_hash_skip_list_rep(s->opts, 1u << 16, 4, 4);
+    /* Height 12: one slot's bucket may hold a compound key's every field
+     * record (and their tombstones), hundreds of thousands of entries; at
+     * the former height 4 each insert into such a bucket walked it nearly
+     * linearly (a 100k-field DEL's cleanup stalled the loop for seconds). */
+    rocksdb_options_set_hash_skip_list_rep(s->opts, 1u << 16, 12, 4);
     rocksdb_options_set_keep_log_file_num(s->opts, 4);
     /* One writer thread: concurrent memtable inserts buy nothing. */
     rocksdb_options_set_allow_concurrent_memtable_write(s->opts, 0);

@@ -307,6 +307,7 @@ long store_gc(store *s, int64_t now_ms, size_t max) {
     size_t budget = max;
     long deleted = 0;
     int rc = 0;
+    uint64_t t0 = keel_mono_us();
     store_txn_begin(s);
     for (unsigned n = 0; n < STORE_SLOTS && budget > 0 && s->gc_pending; n++) {
         unsigned slot = s->gc_cursor;
@@ -326,6 +327,8 @@ long store_gc(store *s, int64_t now_ms, size_t max) {
         return rc;
     }
     store_txn_commit(t);
-    if (deleted) keel_log(KEEL_LOG_DEBUG, "store_gc", "deleted=%ld", deleted);
+    if (deleted)
+        keel_log(KEEL_LOG_DEBUG, "store_gc", "deleted=%ld us=%llu", deleted,
+                 (unsigned long long)(keel_mono_us() - t0));
     return deleted;
 }
