@@ -22,6 +22,8 @@ H(hincrby) H(hincrbyfloat) H(hkeys) H(hvals) H(hgetall) H(hscan) H(hrandfield)
 H(sadd) H(srem) H(scard) H(sismember) H(smismember) H(smembers) H(sscan)
 H(srandmember) H(spop) H(smove) H(sinter) H(sunion) H(sdiff)
 H(sinterstore) H(sunionstore) H(sdiffstore) H(sintercard)
+H(lpush) H(rpush) H(lpushx) H(rpushx) H(lpop) H(rpop) H(llen) H(lindex) H(lset) H(lrange)
+H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos)
 #undef H
 /* clang-format on */
 
@@ -32,14 +34,14 @@ H(sinterstore) H(sunionstore) H(sdiffstore) H(sintercard)
 #define END                                                                                        \
     { 0 }
 
-                                                                                        static const
-    cmd_def client_subs[] = {{"id", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_id, "connection",
-                              "Returns the client ID"},
-                             {"getname", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_getname,
-                              "connection", "Returns the connection name"},
-                             {"setname", 3, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_setname,
-                              "connection", "Sets the connection name"},
-                             END};
+                                                                            static const cmd_def
+    client_subs[] = {{"id", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_id, "connection",
+                      "Returns the client ID"},
+                     {"getname", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_getname, "connection",
+                      "Returns the connection name"},
+                     {"setname", 3, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_setname, "connection",
+                      "Sets the connection name"},
+                     END};
 
 static const cmd_def config_subs[] = {{"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_get,
                                        "server", "Returns configuration parameters"},
@@ -243,6 +245,37 @@ const cmd_def cmd_table[] = {
      "Stores the difference of multiple sets in a key"},
     {"sintercard", -3, R, 0, 0, 0, CLASS_READ, cmd_sintercard, "set",
      "Returns the number of members of the intersect of multiple sets", NULL, 1},
+    /* lists */
+    {"lpush", -3, W | F, 1, 1, 1, CLASS_WRITE, cmd_lpush, "list",
+     "Prepends one or more elements to a list"},
+    {"rpush", -3, W | F, 1, 1, 1, CLASS_WRITE, cmd_rpush, "list",
+     "Appends one or more elements to a list"},
+    {"lpushx", -3, W | F, 1, 1, 1, CLASS_WRITE, cmd_lpushx, "list",
+     "Prepends one or more elements to a list only when the list exists"},
+    {"rpushx", -3, W | F, 1, 1, 1, CLASS_WRITE, cmd_rpushx, "list",
+     "Appends an element to a list only when the list exists"},
+    {"lpop", -2, W | F, 1, 1, 1, CLASS_WRITE, cmd_lpop, "list",
+     "Returns the first elements in a list after removing it"},
+    {"rpop", -2, W | F, 1, 1, 1, CLASS_WRITE, cmd_rpop, "list",
+     "Returns and removes the last elements of a list"},
+    {"llen", 2, R | F, 1, 1, 1, CLASS_READ, cmd_llen, "list", "Returns the length of a list"},
+    {"lindex", 3, R, 1, 1, 1, CLASS_READ, cmd_lindex, "list",
+     "Returns an element from a list by its index"},
+    {"lset", 4, W, 1, 1, 1, CLASS_WRITE, cmd_lset, "list",
+     "Sets the value of an element in a list by its index"},
+    {"lrange", 4, R, 1, 1, 1, CLASS_READ, cmd_lrange, "list",
+     "Returns a range of elements from a list"},
+    {"ltrim", 4, W, 1, 1, 1, CLASS_WRITE, cmd_ltrim, "list",
+     "Removes elements from both ends a list"},
+    {"lrem", 4, W, 1, 1, 1, CLASS_WRITE, cmd_lrem, "list", "Removes elements from a list"},
+    {"linsert", 5, W, 1, 1, 1, CLASS_WRITE, cmd_linsert, "list",
+     "Inserts an element before or after another element in a list"},
+    {"rpoplpush", 3, W, 1, 2, 1, CLASS_WRITE, cmd_rpoplpush, "list",
+     "Returns the last element of a list after removing and pushing it to another list"},
+    {"lmove", 5, W, 1, 2, 1, CLASS_WRITE, cmd_lmove, "list",
+     "Returns an element after popping it from one list and pushing it to another"},
+    {"lpos", -3, R, 1, 1, 1, CLASS_READ, cmd_lpos, "list",
+     "Returns the index of matching elements in a list"},
     /* connection and server */
     {"ping", -1, F, 0, 0, 0, CLASS_ADMIN, cmd_ping, "connection",
      "Returns the server's liveness response"},

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define SMALL 256
+#define LIST_MID (1ull << 63)
 
 typedef struct rkbuf {
     char small[SMALL];
@@ -86,7 +87,7 @@ int obj_lookup(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint8_t want,
     store_value v;
     int rc = db_get(x, t, k, kl, &v);
     if (rc == KEEL_ENOTFOUND) {
-        *o = (obj){.type = want, .version = store_new_version(x->srv->st)};
+        *o = (obj){.type = want, .version = store_new_version(x->srv->st), .head = LIST_MID};
         return 0;
     }
     if (rc) {
@@ -104,19 +105,28 @@ int obj_lookup(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint8_t want,
         ver = ver << 8 | p[i];
         size = size << 8 | p[8 + i];
     }
-    *o = (obj){.type = v.type, .expire_ms = v.expire_ms, .version = ver, .size = size};
+    uint64_t head = LIST_MID;
+    if (v.type == STORE_T_LIST && v.len >= STORE_META_LEN + 8) {
+        head = 0;
+        for (int i = 0; i < 8; i++)
+            head = head << 8 | p[16 + i];
+    }
+    *o =
+        (obj){.type = v.type, .expire_ms = v.expire_ms, .version = ver, .size = size, .head = head};
     store_value_release(&v);
     return 1;
 }
 
 int obj_save(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o) {
     if (o->size == 0) return db_del(x, t, k, kl, NULL);
-    char m[STORE_META_LEN];
+    char m[STORE_META_LEN + 8];
     for (int i = 0; i < 8; i++) {
         m[i] = (char)(o->version >> (56 - 8 * i));
         m[8 + i] = (char)(o->size >> (56 - 8 * i));
+        m[16 + i] = (char)(o->head >> (56 - 8 * i));
     }
-    return db_put(x, t, k, kl, o->type, o->expire_ms, m, sizeof m);
+    size_t n = o->type == STORE_T_LIST ? sizeof m : STORE_META_LEN;
+    return db_put(x, t, k, kl, o->type, o->expire_ms, m, n);
 }
 
 int sub_get(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, const char *f,
@@ -381,6 +391,15 @@ int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *
              .expire_ms = expire_ms,
              .version = store_new_version(x->srv->st),
              .size = l->n};
+    if (sv->type == STORE_T_LIST) { /* keep the source's index records */
+        o.head = LIST_MID;
+        if (l->n && l->e[0].fl == 8) {
+            const unsigned char *f = (const unsigned char *)flist_f(l, 0);
+            o.head = 0;
+            for (int i = 0; i < 8; i++)
+                o.head = o.head << 8 | f[i];
+        }
+    }
     for (size_t i = 0; i < l->n && !rc; i++)
         rc = sub_put(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i), l->e[i].vl);
     return rc ? rc : obj_save(x, t, dk, dkl, &o);

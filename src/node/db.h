@@ -32,6 +32,7 @@ typedef struct obj {
     int64_t expire_ms;
     uint64_t version;
     uint64_t size; /* fields or members */
+    uint64_t head; /* lists: the index record of the first element */
 } obj;
 
 /* Reads the metadata of k. Returns 1 (found, of type want), 0 (absent:
