@@ -245,6 +245,10 @@ void cmd_hincrbyfloat(cmd_ctx *x) {
         reply_err(x, "ERR value is not a valid float");
         return;
     }
+    if (isnan(by) || isinf(by)) {
+        reply_err(x, "ERR value is NaN or Infinity");
+        return;
+    }
     store_txn *t = store_txn_begin(x->srv->st);
     obj o;
     if (obj_lookup(x, t, K(x), STORE_T_HASH, &o) < 0) {

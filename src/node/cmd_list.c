@@ -102,7 +102,7 @@ static void pop_generic(cmd_ctx *x, int left) {
     long long count = 1;
     int has_count = x->argc == 3;
     if (x->argc > 3) {
-        reply_syntax(x);
+        reply_errf(x, "ERR wrong number of arguments for '%s' command", left ? "lpop" : "rpop");
         return;
     }
     if (has_count && (arg_ll(x->argv[2], x->argvlen[2], &count) || count < 0)) {

@@ -953,3 +953,136 @@ void cmd_bitpos(cmd_ctx *x) {
     store_value_release(&v);
     resp_w_int(x->out, pos);
 }
+
+/* LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]: redis 7.0's
+ * lcsCommand, the same table and the same backward walk, so the matches
+ * come out in the same order. */
+void cmd_lcs(cmd_ctx *x) {
+    store_value va = {0}, vb = {0};
+    int fa = db_get(x, NULL, x->argv[1], x->argvlen[1], &va) == 0;
+    int fb = db_get(x, NULL, x->argv[2], x->argvlen[2], &vb) == 0;
+    uint32_t *lcs = NULL;
+    char *result = NULL;
+    kbuf ranges;
+    kbuf_init(&ranges);
+    if ((fa && va.type != STORE_T_STRING) || (fb && vb.type != STORE_T_STRING)) {
+        reply_err(x, "ERR The specified keys must contain string values");
+        goto out;
+    }
+    long long minmatchlen = 0;
+    int getlen = 0, getidx = 0, withmatchlen = 0;
+    for (int j = 3; j < x->argc; j++) {
+        int more = x->argc - 1 - j;
+        if (arg_is(x, j, "idx"))
+            getidx = 1;
+        else if (arg_is(x, j, "len"))
+            getlen = 1;
+        else if (arg_is(x, j, "withmatchlen"))
+            withmatchlen = 1;
+        else if (arg_is(x, j, "minmatchlen") && more) {
+            if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &minmatchlen)) {
+                reply_not_int(x);
+                goto out;
+            }
+            if (minmatchlen < 0) minmatchlen = 0;
+            j++;
+        } else {
+            reply_syntax(x);
+            goto out;
+        }
+    }
+    if (getidx && getlen) {
+        reply_err(x, "ERR If you want both the length and indexes, please just use IDX.");
+        goto out;
+    }
+    const char *a = fa ? va.data : "", *b = fb ? vb.data : "";
+    uint32_t alen = fa ? (uint32_t)va.len : 0, blen = fb ? (uint32_t)vb.len : 0;
+    unsigned long long cells = (unsigned long long)(alen + 1) * (blen + 1);
+    if (cells * sizeof(uint32_t) > (unsigned long long)MAX_STRING) {
+        reply_err(x, "ERR Insufficient memory, transient memory for LCS exceeds "
+                     "proto-max-bulk-len");
+        goto out;
+    }
+    lcs = malloc((size_t)cells * sizeof *lcs);
+    if (!lcs) {
+        reply_err(x, "ERR Insufficient memory, failed allocating transient memory for LCS");
+        goto out;
+    }
+#define LCS(A, B) lcs[(B) + (size_t)(A) * (blen + 1)]
+    for (uint32_t i = 0; i <= alen; i++)
+        for (uint32_t j = 0; j <= blen; j++) {
+            if (i == 0 || j == 0)
+                LCS(i, j) = 0;
+            else if (a[i - 1] == b[j - 1])
+                LCS(i, j) = LCS(i - 1, j - 1) + 1;
+            else
+                LCS(i, j) = LCS(i - 1, j) > LCS(i, j - 1) ? LCS(i - 1, j) : LCS(i, j - 1);
+        }
+    uint32_t idx = LCS(alen, blen), total = idx;
+    uint32_t as = alen, ae = 0, bs = 0, be = 0, nranges = 0;
+    int computelcs = getidx || !getlen;
+    if (computelcs && !(result = malloc(idx ? idx : 1))) {
+        reply_storage(x, KEEL_ENOMEM);
+        goto out;
+    }
+    uint32_t i = alen, j = blen;
+    while (computelcs && i > 0 && j > 0) {
+        int emit = 0;
+        if (a[i - 1] == b[j - 1]) {
+            result[idx - 1] = a[i - 1];
+            if (as == alen) {
+                as = ae = i - 1;
+                bs = be = j - 1;
+            } else if (as == i && bs == j) {
+                as--;
+                bs--;
+            } else {
+                emit = 1;
+            }
+            if (as == 0 || bs == 0) emit = 1;
+            idx--;
+            i--;
+            j--;
+        } else {
+            if (LCS(i - 1, j) > LCS(i, j - 1))
+                i--;
+            else
+                j--;
+            if (as != alen) emit = 1;
+        }
+        uint32_t mlen = ae - as + 1;
+        if (emit) {
+            if ((minmatchlen == 0 || mlen >= minmatchlen) && getidx) {
+                resp_w_array(&ranges, (size_t)(2 + withmatchlen));
+                resp_w_array(&ranges, 2);
+                resp_w_int(&ranges, as);
+                resp_w_int(&ranges, ae);
+                resp_w_array(&ranges, 2);
+                resp_w_int(&ranges, bs);
+                resp_w_int(&ranges, be);
+                if (withmatchlen) resp_w_int(&ranges, mlen);
+                nranges++;
+            }
+            as = alen;
+        }
+    }
+#undef LCS
+    if (getidx) {
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "matches");
+        resp_w_array(x->out, nranges);
+        kbuf_append(x->out, ranges.p, ranges.len);
+        resp_w_bulkstr(x->out, "len");
+        resp_w_int(x->out, total);
+    } else if (getlen) {
+        resp_w_int(x->out, idx);
+    } else {
+        resp_w_bulk(x->out, result, total);
+    }
+out:
+    free(lcs);
+    free(result);
+    kbuf_close(&ranges);
+    if (fa) store_value_release(&va);
+    if (fb) store_value_release(&vb);
+}

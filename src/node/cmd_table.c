@@ -13,7 +13,7 @@ H(command) H(command_count) H(command_info) H(command_docs) H(command_getkeys)
 H(cluster) H(cluster_slots) H(cluster_shards) H(cluster_nodes) H(cluster_info)
 H(cluster_myid) H(cluster_keyslot) H(cluster_countkeysinslot) H(cluster_getkeysinslot)
 H(setex) H(psetex) H(getex) H(getrange) H(setrange) H(incrbyfloat) H(msetnx)
-H(setbit) H(getbit) H(bitcount) H(bitpos)
+H(setbit) H(getbit) H(bitcount) H(bitpos) H(lcs)
 H(expireat) H(pexpireat) H(expiretime) H(pexpiretime)
 H(config_set) H(function) H(memory) H(memory_usage) H(flushall) H(keys) H(scan) H(randomkey) H(type) H(touch) H(object) H(time)
 H(rename) H(renamenx) H(copy)
@@ -34,14 +34,14 @@ H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos)
 #define END                                                                                        \
     { 0 }
 
-                                                                            static const cmd_def
-    client_subs[] = {{"id", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_id, "connection",
-                      "Returns the client ID"},
-                     {"getname", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_getname, "connection",
-                      "Returns the connection name"},
-                     {"setname", 3, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_setname, "connection",
-                      "Sets the connection name"},
-                     END};
+                                                                                    static const
+    cmd_def client_subs[] = {{"id", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_id, "connection",
+                              "Returns the client ID"},
+                             {"getname", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_getname,
+                              "connection", "Returns the connection name"},
+                             {"setname", 3, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_setname,
+                              "connection", "Sets the connection name"},
+                             END};
 
 static const cmd_def config_subs[] = {{"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_get,
                                        "server", "Returns configuration parameters"},
@@ -139,6 +139,7 @@ const cmd_def cmd_table[] = {
      "Increment the floating point value of a key by a number"},
     {"msetnx", -3, W, 1, -1, 2, CLASS_WRITE, cmd_msetnx, "string",
      "Atomically modifies the string values of one or more keys only when all keys don't exist"},
+    {"lcs", -3, R, 1, 2, 1, CLASS_READ, cmd_lcs, "string", "Finds the longest common substring"},
     {"setbit", 4, W, 1, 1, 1, CLASS_WRITE, cmd_setbit, "bitmap",
      "Sets or clears the bit at offset of the string value"},
     {"getbit", 3, R | F, 1, 1, 1, CLASS_READ, cmd_getbit, "bitmap",

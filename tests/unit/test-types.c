@@ -253,6 +253,39 @@ static void strings_more(void **state) {
     EXPECT(f, "GETBIT b 100", ":0\r\n");
 }
 
+static void list_basic(void **state) {
+    fixture *f = *state;
+    EXPECT(f, "RPUSH l a b c", ":3\r\n");
+    EXPECT(f, "LPUSH l z", ":4\r\n");
+    EXPECT(f, "LRANGE l 0 -1", "*4\r\n$1\r\nz\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");
+    EXPECT(f, "LINDEX l -1", "$1\r\nc\r\n");
+    EXPECT(f, "LINDEX l 9", "$-1\r\n");
+    EXPECT(f, "LSET l 1 A", "+OK\r\n");
+    EXPECT(f, "LSET l 9 A", "-ERR index out of range\r\n");
+    EXPECT(f, "LSET nosuch 0 A", "-ERR no such key\r\n");
+    EXPECT(f, "LPOP l 2", "*2\r\n$1\r\nz\r\n$1\r\nA\r\n");
+    EXPECT(f, "RPOP l", "$1\r\nc\r\n");
+    EXPECT(f, "LPOP nosuch 2", "*-1\r\n");
+    EXPECT(f, "LPOP l -1", "-ERR value is out of range, must be positive\r\n");
+    EXPECT(f, "RPUSH l x y x z x", ":6\r\n");
+    EXPECT(f, "LREM l -2 x", ":2\r\n");
+    EXPECT(f, "LRANGE l 0 -1", "*4\r\n$1\r\nb\r\n$1\r\nx\r\n$1\r\ny\r\n$1\r\nz\r\n");
+    EXPECT(f, "LINSERT l BEFORE y Q", ":5\r\n");
+    EXPECT(f, "LINSERT l AFTER nosuch Q", ":-1\r\n");
+    EXPECT(f, "LPOS l Q", ":2\r\n");
+    EXPECT(f, "LTRIM l 1 2", "+OK\r\n");
+    EXPECT(f, "LRANGE l 0 -1", "*2\r\n$1\r\nx\r\n$1\r\nQ\r\n");
+    EXPECT(f, "LMOVE l l LEFT RIGHT", "$1\r\nx\r\n");
+    EXPECT(f, "LRANGE l 0 -1", "*2\r\n$1\r\nQ\r\n$1\r\nx\r\n");
+    EXPECT(f, "LLEN l", ":2\r\n");
+    EXPECT(f, "TYPE l", "+list\r\n");
+    EXPECT(f, "GET l", WT);
+    EXPECT(f, "SET s v", "+OK\r\n");
+    EXPECT(f, "LPUSH s a", WT);
+    EXPECT(f, "LTRIM l 5 9", "+OK\r\n");
+    EXPECT(f, "EXISTS l", ":0\r\n");
+}
+
 /* Physical records of the whole store (keys and field records). */
 static uint64_t records(fixture *f, uint64_t *digest) {
     uint64_t x, k;
@@ -395,8 +428,9 @@ static void scan_complete(void **state) {
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(hash_basic),     T(set_basic),           T(keyspace),       T(strings_more),
-        T(del_large_hash), T(expired_and_restart), T(format_upgrade), T(scan_complete),
+        T(hash_basic),     T(set_basic),      T(keyspace),
+        T(strings_more),   T(del_large_hash), T(expired_and_restart),
+        T(format_upgrade), T(scan_complete),  T(list_basic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
