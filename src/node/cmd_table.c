@@ -24,6 +24,8 @@ H(srandmember) H(spop) H(smove) H(sinter) H(sunion) H(sdiff)
 H(sinterstore) H(sunionstore) H(sdiffstore) H(sintercard)
 H(lpush) H(rpush) H(lpushx) H(rpushx) H(lpop) H(rpop) H(llen) H(lindex) H(lset) H(lrange)
 H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos)
+H(zadd) H(zincrby) H(zcard) H(zscore) H(zmscore) H(zrem) H(zrange) H(zrevrange)
+H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
 #undef H
 /* clang-format on */
 
@@ -277,6 +279,35 @@ const cmd_def cmd_table[] = {
      "Returns an element after popping it from one list and pushing it to another"},
     {"lpos", -3, R, 1, 1, 1, CLASS_READ, cmd_lpos, "list",
      "Returns the index of matching elements in a list"},
+    /* sorted sets (partial: no score index yet) */
+    {"zadd", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zadd, "sorted_set",
+     "Adds one or more members to a sorted set, or updates their scores"},
+    {"zincrby", 4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zincrby, "sorted_set",
+     "Increments the score of a member in a sorted set"},
+    {"zcard", 2, R | F, 1, 1, 1, CLASS_READ, cmd_zcard, "sorted_set",
+     "Returns the number of members in a sorted set"},
+    {"zscore", 3, R | F, 1, 1, 1, CLASS_READ, cmd_zscore, "sorted_set",
+     "Returns the score of a member in a sorted set"},
+    {"zmscore", -3, R | F, 1, 1, 1, CLASS_READ, cmd_zmscore, "sorted_set",
+     "Returns the score of one or more members in a sorted set"},
+    {"zrem", -3, W | F, 1, 1, 1, CLASS_WRITE, cmd_zrem, "sorted_set",
+     "Removes one or more members from a sorted set"},
+    {"zrange", -4, R, 1, 1, 1, CLASS_READ, cmd_zrange, "sorted_set",
+     "Returns members in a sorted set within a range of indexes"},
+    {"zrevrange", -4, R, 1, 1, 1, CLASS_READ, cmd_zrevrange, "sorted_set",
+     "Returns members in a sorted set within a range of indexes in reverse order"},
+    {"zrangebyscore", -4, R, 1, 1, 1, CLASS_READ, cmd_zrangebyscore, "sorted_set",
+     "Returns members in a sorted set within a range of scores"},
+    {"zrevrangebyscore", -4, R, 1, 1, 1, CLASS_READ, cmd_zrevrangebyscore, "sorted_set",
+     "Returns members in a sorted set within a range of scores in reverse order"},
+    {"zcount", 4, R | F, 1, 1, 1, CLASS_READ, cmd_zcount, "sorted_set",
+     "Returns the count of members in a sorted set that have scores within a range"},
+    {"zrank", 3, R | F, 1, 1, 1, CLASS_READ, cmd_zrank, "sorted_set",
+     "Returns the index of a member in a sorted set ordered by ascending scores"},
+    {"zrevrank", 3, R | F, 1, 1, 1, CLASS_READ, cmd_zrevrank, "sorted_set",
+     "Returns the index of a member in a sorted set ordered by descending scores"},
+    {"zscan", -3, R, 1, 1, 1, CLASS_READ, cmd_zscan, "sorted_set",
+     "Iterates over members and scores of a sorted set"},
     /* connection and server */
     {"ping", -1, F, 0, 0, 0, CLASS_ADMIN, cmd_ping, "connection",
      "Returns the server's liveness response"},

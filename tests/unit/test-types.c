@@ -286,6 +286,22 @@ static void list_basic(void **state) {
     EXPECT(f, "EXISTS l", ":0\r\n");
 }
 
+static void zset_basic(void **state) {
+    fixture *f = *state;
+    EXPECT(f, "ZADD z 1 a 2 b 3 c", ":3\r\n");
+    EXPECT(f, "ZADD z XX CH 5 a 9 d", ":1\r\n");
+    EXPECT(f, "ZINCRBY z 2.5 a", "$3\r\n7.5\r\n");
+    EXPECT(f, "ZRANGE z 0 -1", "*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\na\r\n");
+    EXPECT(f, "ZRANGEBYSCORE z (2 +inf", "*2\r\n$1\r\nc\r\n$1\r\na\r\n");
+    EXPECT(f, "ZRANK z a", ":2\r\n");
+    EXPECT(f, "ZSCORE z b", "$1\r\n2\r\n");
+    EXPECT(f, "ZREM z b nosuch", ":1\r\n");
+    EXPECT(f, "ZCARD z", ":2\r\n");
+    EXPECT(f, "ZADD z NX XX 1 a", "-ERR XX and NX options at the same time are not compatible\r\n");
+    EXPECT(f, "TYPE z", "+zset\r\n");
+    EXPECT(f, "HSET z f v", WT);
+}
+
 /* Physical records of the whole store (keys and field records). */
 static uint64_t records(fixture *f, uint64_t *digest) {
     uint64_t x, k;
@@ -428,9 +444,9 @@ static void scan_complete(void **state) {
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(hash_basic),     T(set_basic),      T(keyspace),
-        T(strings_more),   T(del_large_hash), T(expired_and_restart),
-        T(format_upgrade), T(scan_complete),  T(list_basic),
+        T(hash_basic),     T(set_basic),           T(keyspace),       T(strings_more),
+        T(del_large_hash), T(expired_and_restart), T(format_upgrade), T(scan_complete),
+        T(list_basic),     T(zset_basic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
