@@ -8,7 +8,7 @@
 set -u
 KEEL=${1:-build/keel}
 SUITE=${SUITE:-../shared/redis-tests-7.0.15}
-FILES=${FILES:-"unit/keyspace unit/type/string unit/type/incr unit/expire unit/type/hash unit/type/set unit/scan"}
+FILES=${FILES:-"unit/keyspace unit/type/string unit/type/incr unit/expire unit/type/hash unit/type/set unit/scan unit/type/zset unit/type/list"}
 PORT=${PORT:-27100}
 OUT=${OUT:-/tmp/keel-compat.$$}
 ONLY=${ONLY:-}
