@@ -16,7 +16,7 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
 # separate npm package (not listed: it conflicts with NodeSource's nodejs).
 PLAYWRIGHT := playwright-core@1.65.1
 
-.PHONY: all deps npm-deps build build-asan test demo bench clean format sim-soak
+.PHONY: all deps npm-deps build build-asan test demo bench clean format sim-soak compat
 
 all: build
 
@@ -57,6 +57,12 @@ test: build build-asan npm-deps
 SECONDS ?= 60
 sim-soak: build
 	@DETECTOR_SIM_SECONDS=$(SECONDS) ./$(BUILD)/test-detector
+
+# Redis 7.0.15's own test files, unmodified, from ../shared when present,
+# against a fresh keel node and a fresh redis-server per file; prints the
+# [ok] counts of both. Not part of `make test`. FILES="unit/type/hash ..."
+compat: build
+	@./tests/compat/run.sh $(BUILD)/keel
 
 demo: build
 	@./build/keel demo $(ARGS)

@@ -155,11 +155,22 @@ static void reply_unknown(cmd_ctx *x) {
  * replying -CROSSSLOT. Sets *has_keys. */
 static int keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
     *has_keys = 0;
-    if (d->first_key <= 0 || d->first_key >= x->argc) return 0;
-    int last = d->last_key < 0 ? x->argc + d->last_key : d->last_key;
-    int step = d->key_step > 0 ? d->key_step : 1;
+    int first = d->first_key, last, step;
+    if (d->keynum > 0) { /* a bad count is the handler's error to reply */
+        long long nk;
+        if (d->keynum >= x->argc || arg_ll(x->argv[d->keynum], x->argvlen[d->keynum], &nk) ||
+            nk <= 0 || nk > x->argc - d->keynum - 1)
+            return 0;
+        first = d->keynum + 1;
+        last = d->keynum + (int)nk;
+        step = 1;
+    } else {
+        if (first <= 0 || first >= x->argc) return 0;
+        last = d->last_key < 0 ? x->argc + d->last_key : d->last_key;
+        step = d->key_step > 0 ? d->key_step : 1;
+    }
     if (last >= x->argc) last = x->argc - 1;
-    for (int i = d->first_key; i <= last; i += step) {
+    for (int i = first; i <= last; i += step) {
         unsigned slot = keel_key_slot(x->argv[i], x->argvlen[i]);
         if (*has_keys && slot != x->slot) {
             reply_err(x, "CROSSSLOT Keys in request don't hash to the same slot");

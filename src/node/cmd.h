@@ -51,6 +51,8 @@ typedef struct cmd_def {
     const char *group; /* for COMMAND DOCS */
     const char *summary;
     const struct cmd_def *subs; /* container commands; terminated by name NULL */
+    int keynum;                 /* >0: argv[keynum] counts the keys that follow it (SINTERCARD);
+                                   first_key..key_step are then 0 as in COMMAND */
 } cmd_def;
 
 /* Looks up a command by name (any case). NULL if unknown. */

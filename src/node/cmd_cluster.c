@@ -211,9 +211,9 @@ typedef struct {
     size_t n;
 } keys_acc;
 
-static int collect_key(void *arg, const char *key, size_t klen) {
+static int collect_key(void *arg, const char *rk, size_t rklen, const store_value *v) {
     keys_acc *a = arg;
-    resp_w_bulk(a->tmp, key, klen);
+    resp_w_bulk(a->tmp, rk + 1, rklen - 1); /* the record key is [0x00][key] */
     a->n++;
     return 0;
 }
@@ -231,8 +231,9 @@ void cmd_cluster_getkeysinslot(cmd_ctx *x) {
     kbuf tmp;
     kbuf_init(&tmp);
     keys_acc a = {&tmp, 0};
-    long rc =
-        store_scan_slot(x->srv->st, (unsigned)slot, (size_t)count, x->now_ms, collect_key, &a);
+    const char lo = STORE_TAG_KEY, hi = STORE_TAG_KEY + 1; /* keys, not field records */
+    long rc = store_scan_range(x->srv->st, (unsigned)slot, &lo, 1, &hi, 1, 0, (size_t)count,
+                               x->now_ms, collect_key, &a);
     if (rc < 0)
         reply_err(x, "ERR storage error");
     else {

@@ -178,19 +178,65 @@ void cmd_client_setname(cmd_ctx *x) {
 static const struct {
     const char *name, *value;
 } config_values[] = {
-    {"save", ""},       {"appendonly", "no"},         {"cluster-enabled", "yes"},
-    {"databases", "1"}, {"maxmemory", "0"},           {"cluster-require-full-coverage", "yes"},
-    {"timeout", "0"},   {"proto-max-bulk-len", NULL}, {"maxclients", NULL},
+    {"save", ""},
+    {"appendonly", "no"},
+    {"cluster-enabled", "yes"},
+    {"databases", "1"},
+    {"maxmemory", "0"},
+    {"cluster-require-full-coverage", "yes"},
+    {"timeout", "0"},
+    {"proto-max-bulk-len", NULL},
+    {"maxclients", NULL},
+    /* Encoding thresholds: keel stores every hash, set, sorted set and list
+     * one way (a record per element), so these are accepted by CONFIG SET
+     * and have no effect. */
+    {"hash-max-listpack-entries", "128"},
+    {"hash-max-listpack-value", "64"},
+    {"hash-max-ziplist-entries", "128"},
+    {"hash-max-ziplist-value", "64"},
+    {"set-max-intset-entries", "512"},
+    {"zset-max-listpack-entries", "128"},
+    {"zset-max-listpack-value", "64"},
+    {"zset-max-ziplist-entries", "128"},
+    {"zset-max-ziplist-value", "64"},
+    {"list-max-listpack-size", "-2"},
+    {"list-max-ziplist-size", "-2"},
+    {"list-compress-depth", "0"},
 };
+#define CONFIG_NOOP_FIRST 9 /* config_values[9..]: CONFIG SET accepts, no effect */
+#define CONFIG_SAVE 0       /* "save": keel takes no snapshots; accepted, no effect */
 
 void cmd_config(cmd_ctx *x) {
     reply_err(x, "ERR wrong number of arguments for 'config' command");
 }
 
+/* CONFIG SET param value [param value ...]: only the parameters that mean
+ * nothing to keel's storage (encoding thresholds) are accepted; the rest
+ * get redis' error for an unknown parameter, and nothing is applied. */
+void cmd_config_set(cmd_ctx *x) {
+    size_t n = sizeof config_values / sizeof *config_values;
+    if (x->argc % 2 != 0) {
+        reply_err(x, "ERR wrong number of arguments for 'config|set' command");
+        return;
+    }
+    for (int j = 2; j < x->argc; j += 2) {
+        size_t i = CONFIG_NOOP_FIRST;
+        while (i < n && strcasecmp(x->argv[j], config_values[i].name) != 0)
+            i++;
+        if (!strcasecmp(x->argv[j], config_values[CONFIG_SAVE].name)) i = CONFIG_SAVE;
+        if (i == n) {
+            reply_errf(x, "ERR Unknown option or number of arguments for CONFIG SET - '%s'",
+                       x->argv[j]);
+            return;
+        }
+    }
+    reply_ok(x);
+}
+
 void cmd_config_get(cmd_ctx *x) {
     size_t n = sizeof config_values / sizeof *config_values, hits = 0;
-    const char *match[16];
-    char vals[16][32];
+    const char *match[32];
+    char vals[32][32];
     for (size_t i = 0; i < n; i++) {
         int hit = 0;
         for (int j = 2; j < x->argc && !hit; j++)
@@ -218,6 +264,34 @@ static const char *flag_names[] = {"write", "readonly", "fast",  "no_auth",
                                    "admin", "loading",  "stale", "noscript"};
 
 static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
+    if (d->keynum > 0) { /* numkeys at keynum, then the keys */
+        resp_w_array(x->out, 1);
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "flags");
+        resp_w_set(x->out, x->proto, 1);
+        resp_w_simple(x->out, d->flags & CMD_WRITE ? "RW" : "RO");
+        resp_w_bulkstr(x->out, "begin_search");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "index");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 1);
+        resp_w_bulkstr(x->out, "index");
+        resp_w_int(x->out, d->keynum);
+        resp_w_bulkstr(x->out, "find_keys");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "keynum");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "keynumidx");
+        resp_w_int(x->out, 0);
+        resp_w_bulkstr(x->out, "firstkey");
+        resp_w_int(x->out, 1);
+        resp_w_bulkstr(x->out, "keystep");
+        resp_w_int(x->out, 1);
+        return;
+    }
     if (d->first_key <= 0) {
         resp_w_array(x->out, 0);
         return;

@@ -27,6 +27,7 @@
 
 #define SWEEP_INTERVAL_MS 100
 #define SWEEP_KEYS_PER_RUN 200
+#define GC_RECORDS_PER_RUN 2000 /* orphaned field records examined per sweep tick */
 
 void node_render_metrics(void *arg, kbuf *out); /* info.c */
 
@@ -79,6 +80,8 @@ static void on_sweep(uv_timer_t *t) {
     long n = store_sweep_expired(s->st, keel_wall_ms(), SWEEP_KEYS_PER_RUN);
     if (n > 0) s->expired_keys += (uint64_t)n;
     if (n < 0) stop_if_failed(s, "sweep_failed", n);
+    long g = store_gc(s->st, keel_wall_ms(), GC_RECORDS_PER_RUN); /* fields of deleted keys */
+    if (g < 0) stop_if_failed(s, "gc_failed", g);
 }
 
 static void on_second(uv_timer_t *t) {

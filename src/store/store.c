@@ -197,7 +197,7 @@ static int check_dir(const char *dir, int create, char *err, size_t cap) {
 
 static void stats_reset(store *s) {
     memset(s->stats, 0, sizeof s->stats);
-    s->total_keys = s->total_bytes = s->total_expires = 0;
+    s->total_keys = s->total_bytes = s->total_expires = s->total_subs = 0;
 }
 
 /* Loads the "s/<slot>" records saved by a clean close. */
@@ -223,6 +223,21 @@ static int load_stats(store *s) {
         s->total_bytes += st->bytes;
         s->total_expires += st->expires;
     }
+    /* "t/<slot>": [field records u64], only for slots that hold some; a
+     * release without field records wrote none. */
+    for (rocksdb_iter_seek(it, "t/", 2); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl);
+        const char *v = rocksdb_iter_value(it, &vl);
+        if (kl < 2 || memcmp(k, "t/", 2) != 0) break;
+        if (kl != 4 || vl != 8 || get_be16(k + 2) >= STORE_SLOTS) {
+            keel_log(KEEL_LOG_ERROR, "store_stats_corrupt", "klen=%zu vlen=%zu", kl, vl);
+            rc = KEEL_ECORRUPT;
+            break;
+        }
+        s->stats[get_be16(k + 2)].subs = get_be64(v);
+        s->total_subs += get_be64(v);
+    }
     char *rerr = NULL;
     rocksdb_iter_get_error(it, &rerr);
     if (rerr) rc = rerr_log("store_stats_load", rerr);
@@ -244,6 +259,9 @@ static int recount_stats(store *s) {
         if (kl < KEY_PREFIX || get_be16(k) >= STORE_SLOTS) continue;
         slot_stat *st = &s->stats[get_be16(k)];
         int ttl = vl >= VAL_HDR && get_be64(v + 1) != 0;
+        int sub = vl >= 1 && ((uint8_t)v[0] & STORE_T_SUB);
+        st->subs += (uint64_t)sub;
+        s->total_subs += (uint64_t)sub;
         st->keys++;
         st->bytes += kl + vl;
         st->expires += (uint64_t)ttl;
@@ -298,9 +316,16 @@ static int save_stats(store *s) {
     stat_key(a, 0);
     memcpy(b, "s/\xff\xff", 4);
     rocksdb_writebatch_delete_range_cf(wb, s->cf_meta, a, 4, b, 4);
+    rocksdb_writebatch_delete_range_cf(wb, s->cf_meta, "t/\0\0", 4, "t/\xff\xff", 4);
     for (unsigned slot = 0; slot < STORE_SLOTS; slot++) {
         const slot_stat *st = &s->stats[slot];
         if (!st->keys && !st->bytes) continue;
+        if (st->subs) {
+            char tk[4] = {'t', '/'}, tv[8];
+            put_be16(tk + 2, slot);
+            put_be64(tv, st->subs);
+            rocksdb_writebatch_put_cf(wb, s->cf_meta, tk, 4, tv, 8);
+        }
         char k[4], v[STATS_REC];
         stat_key(k, slot);
         put_be64(v, st->keys);
@@ -343,7 +368,11 @@ static void set_options(store *s, const store_opts *o) {
      * recount does that, and the sweep walks slot by slot. */
     rocksdb_options_set_prefix_extractor(s->opts,
                                          rocksdb_slicetransform_create_fixed_prefix(KEY_PREFIX));
-    rocksdb_options_set_hash_skip_list_rep(s->opts, 1u << 16, 4, 4);
+    /* Height 12: one slot's bucket may hold a compound key's every field
+     * record (and their tombstones), hundreds of thousands of entries; at
+     * the former height 4 each insert into such a bucket walked it nearly
+     * linearly (a 100k-field DEL's cleanup stalled the loop for seconds). */
+    rocksdb_options_set_hash_skip_list_rep(s->opts, 1u << 16, 12, 4);
     rocksdb_options_set_keep_log_file_num(s->opts, 4);
     /* One writer thread: concurrent memtable inserts buy nothing. */
     rocksdb_options_set_allow_concurrent_memtable_write(s->opts, 0);
@@ -410,10 +439,13 @@ int store_open(const char *dir, const store_opts *o, store **out, char *err, siz
     }
     s->cf_data = h[0];
     s->cf_meta = h[1];
+    if ((rc = store__format_open(s, err, errcap))) goto fail;
     if ((rc = open_stats(s))) {
         seterr(err, errcap, "cannot open store in %s: cannot read or rebuild statistics", dir);
         goto fail;
     }
+    for (unsigned slot = 0; slot < STORE_SLOTS; slot++) /* orphans left by a previous run */
+        if (s->stats[slot].subs) store__gc_mark(s, slot);
     keel_log(KEEL_LOG_INFO, "store_open", "dir=%s fsync=%s keys=%llu bytes=%llu ms=%llu", dir,
              store_fsync_name(s->fsync), (unsigned long long)s->total_keys,
              (unsigned long long)s->total_bytes,
@@ -465,6 +497,7 @@ slot_stat store__slot_view(const store *s, unsigned slot) {
     st.keys = view_delta(st.keys, d->dkeys);
     st.bytes = view_delta(st.bytes, d->dbytes);
     st.expires = view_delta(st.expires, d->dexpires);
+    st.subs = view_delta(st.subs, d->dsubs);
     st.digest ^= d->dxor;
     return st;
 }
@@ -481,6 +514,7 @@ static void pend_add(store *s, const slot_delta *d) {
     p->dkeys += d->dkeys;
     p->dbytes += d->dbytes;
     p->dexpires += d->dexpires;
+    p->dsubs += d->dsubs;
     p->dxor ^= d->dxor;
 }
 
@@ -495,13 +529,16 @@ static void pend_finish(store *s, int apply) {
         s->total_keys -= st->keys;
         s->total_bytes -= st->bytes;
         s->total_expires -= st->expires;
+        s->total_subs -= st->subs;
         st->keys = apply_delta(st->keys, d->dkeys, slot);
         st->bytes = apply_delta(st->bytes, d->dbytes, slot);
         st->expires = apply_delta(st->expires, d->dexpires, slot);
+        st->subs = apply_delta(st->subs, d->dsubs, slot);
         st->digest ^= d->dxor;
         s->total_keys += st->keys;
         s->total_bytes += st->bytes;
         s->total_expires += st->expires;
+        s->total_subs += st->subs;
     }
     s->npend = 0;
 }
@@ -581,6 +618,7 @@ void store_free(store *s) {
     if (s->bbo) rocksdb_block_based_options_destroy(s->bbo);
     if (s->cache) rocksdb_cache_destroy(s->cache);
     free(s->cursor);
+    free(s->gc_key);
     free(s->dir);
     free(s);
 }
@@ -593,11 +631,14 @@ void store_free(store *s) {
  * a live value fills v with a pinned slice and returns 0; otherwise
  * KEEL_ENOTFOUND, KEEL_EIO. */
 static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_value *v,
-                  int *exists, size_t *vlen, int *has_ttl, uint64_t *hash) {
+                  int *exists, size_t *vlen, int *has_ttl, uint64_t *hash, uint8_t *type,
+                  uint64_t *ver) {
     char *rerr = NULL;
     *exists = 0;
     *vlen = 0;
     *has_ttl = 0;
+    if (type) *type = 0;
+    if (ver) *ver = 0;
     if (hash) *hash = 0;
     rocksdb_pinnableslice_t *ps =
         rocksdb_get_pinned_cf(s->db, s->ropts, s->cf_data, ek, eklen, &rerr);
@@ -607,6 +648,8 @@ static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_
     *exists = 1;
     *has_ttl = *vlen >= VAL_HDR && get_be64(p + 1) != 0;
     if (hash) *hash = kv_hash(ek, eklen, p, *vlen);
+    if (type) *type = *vlen ? (uint8_t)p[0] : 0;
+    if (ver) *ver = value_version(p, *vlen);
     int rc = decode_value(p, *vlen, now_ms, v);
     if (rc) {
         rocksdb_pinnableslice_destroy(ps);
@@ -634,7 +677,7 @@ int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now
     }
     int exists, ttl;
     size_t vlen;
-    return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, NULL);
+    return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, NULL, NULL, NULL);
 }
 
 void store_value_release(store_value *v) {
@@ -740,8 +783,9 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
         store_value v;
         int exists, ttl;
         size_t vlen;
-        uint64_t hash;
-        *rc = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash);
+        uint64_t hash, ver;
+        uint8_t type;
+        *rc = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash, &type, &ver);
         if (*rc == 0)
             store_value_release(&v);
         else if (*rc != KEEL_ENOTFOUND)
@@ -755,12 +799,14 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
         e->vlen = vlen;
         e->has_ttl = ttl;
         e->hash = hash;
+        e->type = type;
+        e->ver = ver;
     }
     return e;
 }
 
 static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes, int64_t dexpires,
-                       uint64_t dxor) {
+                       int64_t dsubs, uint64_t dxor) {
     if (!t->tidx[slot]) {
         if (t->ntouched == t->cap_touched) {
             size_t cap = t->cap_touched ? t->cap_touched * 2 : 16;
@@ -776,6 +822,7 @@ static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbyte
     d->dkeys += dkeys;
     d->dbytes += dbytes;
     d->dexpires += dexpires;
+    d->dsubs += dsubs;
     d->dxor ^= dxor;
     return 0;
 }
@@ -833,8 +880,10 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
     if (e && e->written) return overlay_value(t, e, now_ms, v); /* our own write */
     int exists, ttl;
     size_t vlen;
-    uint64_t hash;
-    int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, e ? NULL : &hash);
+    uint64_t hash, ver;
+    uint8_t type;
+    int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, e ? NULL : &hash,
+                    e ? NULL : &type, e ? NULL : &ver);
     if (rc && rc != KEEL_ENOTFOUND) return rc;
     if (!e) { /* remember the physical state for a following put or del */
         if (!(e = ent_add(t, s->kbuf, eklen))) {
@@ -845,6 +894,8 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
         e->vlen = vlen;
         e->has_ttl = ttl;
         e->hash = hash;
+        e->type = type;
+        e->ver = ver;
     }
     return rc;
 }
@@ -852,7 +903,7 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
 /* Puts the value hdr (VAL_HDR bytes, already encoded) + data[0..len): the
  * common part of store_txn_put and store_txn_put_raw. */
 static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen,
-                       const char hdr[VAL_HDR], const void *data, size_t len) {
+                       const char hdr[VAL_HDR], const void *data, size_t len, int raw) {
     store *s = t->s;
     int64_t expire_ms = (int64_t)get_be64(hdr + 1);
     if (!t->open || slot >= STORE_SLOTS || expire_ms < 0) return KEEL_EINVAL;
@@ -869,11 +920,19 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     if (kbuf_append(&t->arena, hdr, VAL_HDR) || kbuf_append(&t->arena, data, len))
         return KEEL_ENOMEM;
     int ttl = expire_ms != 0;
+    uint8_t type = (uint8_t)hdr[0];
+    uint64_t ver = type_compound(type) && len >= 8 ? get_be64(data) : 0;
+    int sub = (type & STORE_T_SUB) != 0;
     uint64_t hash = mix64(fnv1a64(fnv1a64(kv_hash_key(s->kbuf, eklen), hdr, VAL_HDR), data, len));
     if ((rc = txn_account(t, slot, exists ? 0 : 1,
                           (int64_t)(eklen + VAL_HDR + len) - (exists ? (int64_t)(eklen + old) : 0),
-                          ttl - (exists && e->has_ttl), hash ^ (exists ? e->hash : 0))))
+                          ttl - (exists && e->has_ttl), sub - (exists && (e->type & STORE_T_SUB)),
+                          hash ^ (exists ? e->hash : 0))))
         return rc;
+    /* A compound key replaced by another version (or type) orphans its
+     * field records; field records arriving raw may be orphans already. */
+    if ((exists && type_compound(e->type) && e->ver != ver) || (raw && sub))
+        store__gc_mark(s, slot);
     const char *kp[1] = {s->kbuf};
     size_t ks[1] = {eklen};
     const char *vp[2] = {hdr, data ? data : ""};
@@ -883,6 +942,8 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     e->exists = e->written = 1;
     e->has_ttl = ttl;
     e->hash = hash;
+    e->type = type;
+    e->ver = ver;
     e->voff = voff;
     e->vlen = VAL_HDR + len;
     return 0;
@@ -894,21 +955,23 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
     char hdr[VAL_HDR];
     hdr[0] = (char)type;
     put_be64(hdr + 1, (uint64_t)expire_ms);
-    return txn_put_enc(t, slot, key, klen, hdr, data, len);
+    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0);
 }
 
 int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
                       const void *encoded_value, size_t vlen) {
     if (!encoded_value || vlen < VAL_HDR) return KEEL_EINVAL;
     const char *v = encoded_value;
-    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR);
+    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR, 1);
 }
 
 /* Deletes ek, known to exist with an encoded value of vlen bytes whose
  * kv_hash is hash. */
 static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen,
-                         int has_ttl, uint64_t hash) {
-    int rc = txn_account(t, slot, -1, -(int64_t)(eklen + vlen), -(int64_t)has_ttl, hash);
+                         int has_ttl, uint64_t hash, uint8_t type) {
+    int rc = txn_account(t, slot, -1, -(int64_t)(eklen + vlen), -(int64_t)has_ttl,
+                         -(int64_t)((type & STORE_T_SUB) != 0), hash);
+    if (type_compound(type)) store__gc_mark(t->s, slot); /* its fields are orphans now */
     if (rc) return rc;
     rocksdb_writebatch_delete_cf(t->wb, t->s->cf_data, ek, eklen);
     t->nops++;
@@ -919,8 +982,15 @@ static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t ekl
     e->written = 1;
     e->has_ttl = 0;
     e->hash = 0;
+    e->type = 0;
+    e->ver = 0;
     e->vlen = 0;
     return 0;
+}
+
+int store__txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen,
+                         int has_ttl, uint64_t hash, uint8_t type) {
+    return txn_del_known(t, slot, ek, eklen, vlen, has_ttl, hash, type);
 }
 
 int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int *existed) {
@@ -932,7 +1002,8 @@ int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int
     int rc;
     txn_entry *e = txn_phys(t, s->kbuf, eklen, &rc);
     if (!e || !e->exists) return rc;
-    if ((rc = txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl, e->hash))) return rc;
+    if ((rc = txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl, e->hash, e->type)))
+        return rc;
     if (existed) *existed = 1;
     return 0;
 }
@@ -1016,25 +1087,31 @@ int store_sync_wal(store *s, uint64_t *fsync_us) {
 
 void store_slot_stats(const store *s, unsigned slot, uint64_t *keys, uint64_t *bytes) {
     slot_stat st = slot < STORE_SLOTS ? store__slot_view(s, slot) : (slot_stat){0};
-    if (keys) *keys = st.keys;
+    if (keys) *keys = st.keys - st.subs; /* keys, not their field records */
     if (bytes) *bytes = st.bytes;
 }
 
-/* The committed totals adjusted by the turn's pending deltas (which: 0 keys,
- * 1 bytes, 2 keys with a TTL). Unsigned wrap-around makes a negative
- * difference come out right. */
+/* The committed totals adjusted by the turn's pending deltas (which: 0 keys
+ * and field records, 1 bytes, 2 keys with a TTL, 3 field records). Unsigned
+ * wrap-around makes a negative difference come out right. */
 static uint64_t total_view(const store *s, int which) {
-    uint64_t v = which == 0 ? s->total_keys : which == 1 ? s->total_bytes : s->total_expires;
+    uint64_t v = which == 0   ? s->total_keys
+                 : which == 1 ? s->total_bytes
+                 : which == 2 ? s->total_expires
+                              : s->total_subs;
     for (unsigned i = 0; i < s->npend; i++) {
         unsigned slot = s->pend_list[i];
         slot_stat a = s->stats[slot], b = store__slot_view(s, slot);
-        v += which == 0 ? b.keys - a.keys : which == 1 ? b.bytes - a.bytes : b.expires - a.expires;
+        v += which == 0   ? b.keys - a.keys
+             : which == 1 ? b.bytes - a.bytes
+             : which == 2 ? b.expires - a.expires
+                          : b.subs - a.subs;
     }
     return v;
 }
 
 uint64_t store_total_keys(const store *s) {
-    return total_view(s, 0);
+    return total_view(s, 0) - total_view(s, 3);
 }
 
 uint64_t store_total_bytes(const store *s) {
@@ -1102,7 +1179,9 @@ static int sweep_slot(store *s, unsigned slot, int64_t now_ms, size_t *budget, s
         (*budget)--;
         if (kl >= KEY_PREFIX && kl <= KEY_MAX && vl >= VAL_HDR &&
             is_expired((int64_t)get_be64(v + 1), now_ms)) {
-            if ((rc = txn_del_known(&s->txn, slot, k, kl, vl, 1, kv_hash(k, kl, v, vl)))) break;
+            if ((rc = txn_del_known(&s->txn, slot, k, kl, vl, 1, kv_hash(k, kl, v, vl),
+                                    (uint8_t)v[0])))
+                break;
             (*deleted)++;
         }
     }
@@ -1187,7 +1266,12 @@ int store_delete_slots(store *s, unsigned lo, unsigned hi) {
         s->total_keys -= s->stats[slot].keys;
         s->total_bytes -= s->stats[slot].bytes;
         s->total_expires -= s->stats[slot].expires;
+        s->total_subs -= s->stats[slot].subs;
         s->stats[slot] = (slot_stat){0};
+        if (s->gc_slot[slot]) {
+            s->gc_slot[slot] = 0;
+            s->gc_pending--;
+        }
     }
     int rc = flush_wal(s, 1, NULL);
     if (rc) return rc;

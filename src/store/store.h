@@ -58,7 +58,18 @@ typedef struct store_opts {
     int create_if_missing; /* default 1 */
 } store_opts;
 
-enum { STORE_T_STRING = 0 }; /* value types; more come with hashes, lists... */
+/* Value types (the first byte of every value). A compound key (hash, set,
+ * ...) is one metadata record, whose payload is [version u64 BE][size u64
+ * BE], plus one record per field or member, typed STORE_T_SUB | its key's
+ * type, under the record keys below (docs/storage-format.md). */
+enum {
+    STORE_T_STRING = 0,
+    STORE_T_HASH = 1,
+    STORE_T_SET = 2,
+    STORE_T_ZSET = 3,
+    STORE_T_LIST = 4,
+    STORE_T_SUB = 0x80 /* flag: a field/member record, not a key */
+};
 
 /* A value read from the store. data/len stay valid until store_value_release,
  * whatever else happens on the store or txn meanwhile (a txn write of the
@@ -160,7 +171,10 @@ int store_failed(const store *s);
 KEEL_MUST_CHECK int store_sync_wal(store *s, uint64_t *fsync_us);
 store_fsync store_fsync_mode(const store *s);
 
-/* ---- Statistics and scans ---------------------------------------------- */
+/* ---- Statistics and scans ----------------------------------------------
+ * keys in store_slot_stats and store_total_keys count keys: records whose
+ * type lacks STORE_T_SUB (field records are counted in bytes and in the
+ * digests' key counts, not here). */
 void store_slot_stats(const store *s, unsigned slot, uint64_t *keys, uint64_t *bytes);
 uint64_t store_total_keys(const store *s);
 uint64_t store_total_bytes(const store *s);
@@ -322,6 +336,61 @@ KEEL_MUST_CHECK int store_range_checksum(store *s, const store_snapshot *snap, u
  * Returns 0 or KEEL_EINVAL (bad range, or a txn open). */
 KEEL_MUST_CHECK int store_range_digest(store *s, unsigned slot_lo, unsigned slot_hi,
                                        uint64_t *xor_out, uint64_t *keys_out);
+
+/* ---- Data model (DESIGN.md §14), store_types.c ---------------------------
+ * The store's key argument is a record key, stored after the slot prefix.
+ * Data format 2 (docs/storage-format.md) tags every record key:
+ *   [0x00][user key]                                  a key: string value or
+ *                                                     compound metadata
+ *   [0x01][user klen u16 BE][user key][version u64 BE][field]
+ *                                                     a field/member record
+ * so a slot's keys sort before its field records and a key's fields of one
+ * version are one contiguous range. DEL of a compound key drops only the
+ * metadata record; the field records of versions no metadata names
+ * (orphans) are deleted in the background by store_gc, through ordinary txn
+ * deletes, so statistics, digests and change captures stay exact. The format
+ * version is kept in the meta column family ("c/format") and checked at
+ * open: a format-1 store (untagged keys) is upgraded in place, a later
+ * format is refused. */
+#define STORE_FORMAT 2
+#define STORE_TAG_KEY 0x00
+#define STORE_TAG_SUB 0x01
+#define STORE_META_LEN 16u    /* [version][size] */
+#define STORE_UKEY_MAX 65500u /* user key bytes a record key may hold */
+
+/* Writes the record key of user key k[0..kl) ([0x00][k]) into out (room
+ * for kl + 1). Returns its length, or 0 when kl > STORE_UKEY_MAX. */
+size_t store_rkey(char *out, const char *k, size_t kl);
+/* Writes the field-record prefix [0x01][kl u16][k][version] into out (room
+ * for kl + 11). Returns its length, or 0 when kl > STORE_UKEY_MAX. Append
+ * the field to get the record key. */
+size_t store_sub_prefix(char *out, const char *k, size_t kl, uint64_t version);
+/* A fresh version for a compound key created now: unique among the
+ * store's versions (wall-clock microseconds, bumped past the last one). */
+uint64_t store_new_version(store *s);
+
+/* Receives one record of store_scan_range: the record key (after the slot
+ * prefix) and its decoded live value, valid only during the call. Return
+ * non-zero to stop. */
+typedef int (*store_rec_cb)(void *arg, const char *rkey, size_t rklen, const store_value *v);
+/* Calls cb for the live records of slot whose record keys lie in
+ * [from, to) in key order (to NULL: to the end of the slot), after skipping
+ * the first skip of them, up to max records. The turn is written out first;
+ * no txn may be open. Returns the number passed to cb (skipped ones not
+ * counted), or KEEL_EINVAL, KEEL_EIO. */
+long store_scan_range(store *s, unsigned slot, const char *from, size_t fromlen, const char *to,
+                      size_t tolen, size_t skip, size_t max, int64_t now_ms, store_rec_cb cb,
+                      void *arg);
+/* Background cleanup: examines up to max field records of slots that may
+ * hold orphans (marked when a compound key's metadata is deleted, replaced
+ * by another version or expired, when field records arrive by
+ * store_txn_put_raw, and for every slot holding field records at open), and
+ * deletes those no live metadata of the same version names. Skips a key's
+ * live range with one seek. Honours the sweep filter. Commits its own txn.
+ * Returns the number deleted, or KEEL_EINVAL (a txn open), KEEL_EIO. */
+KEEL_MUST_CHECK long store_gc(store *s, int64_t now_ms, size_t max);
+/* Slots still marked for store_gc (0 once every orphan is gone). */
+unsigned store_gc_pending(const store *s);
 
 /* ---- Metadata ------------------------------------------------------------
  * Small named values in the meta column family, written durably (synced)

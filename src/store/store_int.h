@@ -48,11 +48,12 @@ enum { VALUE_NONE, VALUE_PINNED, VALUE_MALLOC }; /* store_value.priv_kind_ */
 typedef struct slot_stat {
     uint64_t keys, bytes, expires; /* expires: keys with a TTL */
     uint64_t digest;
+    uint64_t subs; /* of keys: field/member records (type & STORE_T_SUB) */
 } slot_stat;
 
 typedef struct slot_delta {
     uint16_t slot;
-    int64_t dkeys, dbytes, dexpires;
+    int64_t dkeys, dbytes, dexpires, dsubs;
     uint64_t dxor; /* XORed into slot_stat.digest at commit */
 } slot_delta;
 
@@ -66,6 +67,8 @@ typedef struct txn_entry {
     int exists;
     int has_ttl;   /* the physical value carries an expiry */
     uint64_t hash; /* kv_hash of the physical key and value when exists */
+    uint8_t type;  /* the physical value's type byte when exists */
+    uint64_t ver;  /* its version, for a compound key's metadata (else 0) */
     int written;
     uint32_t gen; /* the command that last saved this entry for undo */
 } txn_entry;
@@ -116,8 +119,13 @@ struct store {
     int unsynced; /* WAL flushed to the OS but not fsynced */
     int lazy;     /* lazily committed writes not yet flushed (store_txn_commit_lazy) */
     char *dir;
-    uint64_t total_keys, total_bytes, total_expires;
+    uint64_t total_keys, total_bytes, total_expires, total_subs;
     slot_stat stats[STORE_SLOTS];
+    uint64_t last_version;          /* store_new_version */
+    uint8_t gc_slot[STORE_SLOTS];   /* 1: the slot may hold orphaned sub-records */
+    unsigned gc_pending, gc_cursor; /* marked slots; the slot store_gc resumes in... */
+    char *gc_key;                   /* ...at this encoded key; len 0 = the slot's start */
+    size_t gc_keylen;
     char kbuf[KEY_MAX];  /* encoded-key scratch */
     unsigned sweep_slot; /* the sweep resumes in this slot... */
     char *cursor;        /* ...at this encoded key; len 0 = the slot's start */
@@ -192,6 +200,30 @@ static inline uint64_t kv_hash_key(const char *k, size_t kl) {
 static inline uint64_t kv_hash(const char *k, size_t kl, const char *v, size_t vl) {
     return mix64(fnv1a64(kv_hash_key(k, kl), v, vl));
 }
+
+/* ---- Data model (store_types.c) -------------------------------------------
+ * A compound type's metadata value carries [version u64][size u64] as its
+ * payload; its field records carry the type | STORE_T_SUB. */
+static inline int type_compound(uint8_t t) {
+    return t >= 1 && t < STORE_T_SUB;
+}
+
+/* The version of a compound key's encoded value v[0..n), or 0. */
+static inline uint64_t value_version(const char *v, size_t n) {
+    return n >= VAL_HDR + 8 && type_compound((uint8_t)v[0]) ? get_be64(v + VAL_HDR) : 0;
+}
+
+/* Marks slot as possibly holding orphaned sub-records for store_gc. */
+void store__gc_mark(store *s, unsigned slot);
+/* Deletes the physical record ek (KEY_PREFIX + record key), known to exist
+ * with an encoded value of vlen bytes, type type, kv_hash hash, in the open
+ * txn. store.c. */
+int store__txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen,
+                         int has_ttl, uint64_t hash, uint8_t type);
+/* Checks the data format at open, upgrading a format-1 store (no record
+ * tags) in place. Returns 0, KEEL_ECORRUPT (a format this build does not
+ * know) or KEEL_EIO. store_types.c. */
+int store__format_open(store *s, char *err, size_t errcap);
 
 /* Writes the turn batch to RocksDB, reports it to the active change
  * captures once RocksDB accepted it (store__capture_emit), and clears the

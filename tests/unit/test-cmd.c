@@ -227,7 +227,8 @@ static void wrongtype(void **state) {
     fixture *f = *state;
     unsigned slot = keel_key_slot("h", 1);
     store_txn *t = store_txn_begin(f->srv.st);
-    assert_int_equal(store_txn_put(t, slot, "h", 1, 7 /* not a string */, 0, "x", 1), 0);
+    /* the record key of user key "h" is [0x00]"h" (store.h, data model) */
+    assert_int_equal(store_txn_put(t, slot, "\0h", 2, 7 /* not a string */, 0, "x", 1), 0);
     assert_int_equal(store_txn_commit(t), 0);
     const char *wt = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
     EXPECT(f, "GET h", wt);
