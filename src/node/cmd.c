@@ -234,7 +234,12 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
     if ((d->arity > 0 && argc != d->arity) || argc < (d->arity < 0 ? -d->arity : d->arity)) {
         char name[80];
         full_name(parent, d, name, sizeof name);
-        reply_errf(&x, "ERR wrong number of arguments for '%s' command", name);
+        char why[128];
+        snprintf(why, sizeof why, "wrong number of arguments for '%s' command", name);
+        if (d->fn == cmd_exec && multi_active(c))
+            multi_exec_abort(&x, why);
+        else
+            reply_errf(&x, "ERR %s", why);
         multi_flag(c);
         return 0;
     }

@@ -183,6 +183,11 @@ static int watches_hold(cmd_ctx *x, multi_state *ms) {
     return 1;
 }
 
+void multi_exec_abort(cmd_ctx *x, const char *why) {
+    reply_errf(x, "EXECABORT Transaction discarded because of: %s", why);
+    discard(x->srv, ms_peek(x->c));
+}
+
 int multi_exec(cmd_ctx *x) {
     multi_state *ms = ms_peek(x->c);
     server *s = x->srv;

@@ -34,6 +34,10 @@ void multi_flag(client *c);
  * has_keys and x->slot from routing) into c's queue and replies +QUEUED
  * (or an error on out-of-memory, which flags the transaction). */
 void multi_queue(cmd_ctx *x, const cmd_def *d, int has_keys);
+/* EXEC in MULTI refused before it runs (its arity): replies -EXECABORT
+ * with the reason (why, without "ERR ") and ends the transaction, as
+ * redis' execCommandAbort. */
+void multi_exec_abort(cmd_ctx *x, const char *why);
 /* EXEC in MULTI. Returns 0 after replying, or RSERVER_HOLD (nothing
  * replied, the transaction kept) when the slot's partition is fenced. */
 int multi_exec(cmd_ctx *x);

@@ -351,6 +351,11 @@ static void multi_execabort(void **state) {
     EXPECT(f, "MULTI", "+OK\r\n");
     EXPECT(f, "MSET a 1 b 2", "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
     EXPECT(f, "EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC x",
+           "-EXECABORT Transaction discarded because of: wrong number of arguments "
+           "for 'exec' command\r\n");
+    EXPECT(f, "EXEC", "-ERR EXEC without MULTI\r\n");
     /* -MOVED at queue time: slots 0-1023 are served elsewhere. */
     char k[32], line[64];
     key_in(k, sizeof k, "m", 0, 1023);
