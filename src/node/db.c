@@ -174,14 +174,15 @@ int sub_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, co
 int sub_del(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, const char *f,
             size_t fl, int *existed) {
     rkbuf b;
-    if (existed) *existed = 0;
+    int ex = 0;
     int rc = rk_sub(&b, k, kl, o->version, f, fl);
     if (rc == KEEL_EINVAL)
         rc = 0;
     else if (!rc)
-        rc = store_txn_del(t, x->slot, b.p, b.len, existed);
+        rc = store_txn_del(t, x->slot, b.p, b.len, &ex);
     rk_free(&b);
-    multi_touch(x->srv, k, kl);
+    if (existed) *existed = ex;
+    if (ex) multi_touch(x->srv, k, kl);
     return rc;
 }
 

@@ -40,14 +40,15 @@
 typedef struct node_conn {
     peer_conn peer;
     client *c;
-    int held;                  /* 1 while on the held list */
-    int tryagain;              /* the held request is to be answered -TRYAGAIN */
-    unsigned held_p;           /* the partition it waits for */
-    int64_t held_since;        /* monotonic ms */
-    int waits_verify;          /* a KEEL.MOVE.VERIFY waiting for the catch-up */
-    int waits_data;            /* a KEEL.MOVE.CHUNK/CHANGES waiting for data or tokens */
-    struct multi_state *multi; /* MULTI queue and watches (multi.c), NULL until used */
+    int held;           /* 1 while on the held list */
+    int tryagain;       /* the held request is to be answered -TRYAGAIN */
+    unsigned held_p;    /* the partition it waits for */
+    int64_t held_since; /* monotonic ms */
+    int waits_verify;   /* a KEEL.MOVE.VERIFY waiting for the catch-up */
+    int waits_data;     /* a KEEL.MOVE.CHUNK/CHANGES waiting for data or tokens */
     struct node_conn *hprev, *hnext;
+
+    struct multi_state *multi; /* MULTI queue and watches (multi.c); NULL until used */
 } node_conn;
 
 typedef struct moves moves;

@@ -427,6 +427,17 @@ static void watch_cas(void **state) {
     EXPECT(f, "SET {t}a 7", "+OK\r\n");
     EXPECT(f, "MULTI", "+OK\r\n");
     EXPECT(f, "EXEC", "*-1\r\n");
+    /* No change, no abort: SREM of no member, SMOVE of a member dst has
+     * (redis' "SMOVE only notify dstset when the addition is successful"). */
+    EXPECT(f, "SADD {t}src a b", ":2\r\n");
+    EXPECT(f, "SADD {t}dst a", ":1\r\n");
+    EXPECT(f, "WATCH {t}dst", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "SREM {t}dst zz"), ":0\r\n");
+    assert_string_equal(run_as(f, &c2, "SMOVE {t}src {t}dst a"), ":1\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "SADD {t}dst c", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "*1\r\n:1\r\n");
+    EXPECT(f, "SCARD {t}dst", ":2\r\n");
     /* Expiry: live at WATCH, gone at EXEC. */
     EXPECT(f, "SET {t}e v PX 20", "+OK\r\n");
     EXPECT(f, "WATCH {t}e", "+OK\r\n");
