@@ -11,6 +11,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "node/move.h"
+#include "node/multi.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -182,9 +183,7 @@ static int keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
     return 0;
 }
 
-/* Returns 1 if this node serves the slot; else replies (or holds the
- * request: *held = RSERVER_HOLD) and returns 0. */
-static int route_ok(cmd_ctx *x, int *held) {
+int cmd_route(cmd_ctx *x, int *held) {
     route r;
     ptable_route(x->srv->pt, x->slot, &r);
     x->partition = r.partition;
@@ -208,13 +207,13 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
                  .argvlen = argvlen,
                  .out = &c->out,
                  .proto = c->proto};
-    uint64_t t0 = keel_mono_us();
     x.now_ms = c->last_ms ? c->last_ms : keel_wall_ms();
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
     if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0)
         return move_dispatch(srv->mv, c, argc, argv, argvlen); /* cluster peers only */
     if (!d) {
         reply_unknown(&x);
+        multi_flag(c);
         return 0;
     }
     if (d->subs && argc >= 2) {
@@ -226,6 +225,7 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
                 up[i] = (char)toupper(d->name[i]);
             up[i] = 0;
             reply_errf(&x, "ERR unknown subcommand '%.128s'. Try %s HELP.", argv[1], up);
+            multi_flag(c);
             return 0;
         }
         parent = d;
@@ -234,20 +234,44 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
     if ((d->arity > 0 && argc != d->arity) || argc < (d->arity < 0 ? -d->arity : d->arity)) {
         char name[80];
         full_name(parent, d, name, sizeof name);
-        reply_errf(&x, "ERR wrong number of arguments for '%s' command", name);
+        char why[128];
+        snprintf(why, sizeof why, "wrong number of arguments for '%s' command", name);
+        if (d->fn == cmd_exec && multi_active(c))
+            multi_exec_abort(&x, why);
+        else
+            reply_errf(&x, "ERR %s", why);
+        multi_flag(c);
         return 0;
     }
     if (!c->authed && !(d->flags & CMD_NOAUTH)) {
         reply_err(&x, "NOAUTH Authentication required.");
+        multi_flag(c);
         return 0;
     }
+    int in_multi = multi_active(c);
+    if (in_multi && d->fn == cmd_exec) return multi_exec(&x);
     int has_keys, held = 0;
-    if (keys_slot(&x, d, &has_keys)) return 0;
-    if (has_keys && !route_ok(&x, &held)) return held;
-    d->fn(&x);
-    metrics_op(srv->mx, d->cls, has_keys ? (int)x.partition : -1, keel_mono_us() - t0);
-    if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
-        fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x.partition,
-                (unsigned long long)ptable_map(srv->pt)->epoch[x.partition], srv->cfg.id);
+    if (keys_slot(&x, d, &has_keys)) {
+        multi_flag(c);
+        return 0;
+    }
+    if (has_keys && !cmd_route(&x, &held)) {
+        if (!held) multi_flag(c);
+        return held;
+    }
+    if (in_multi && !(d->flags & CMD_NOQUEUE))
+        multi_queue(&x, d, has_keys);
+    else
+        cmd_call(&x, d, has_keys);
     return 0;
+}
+
+void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
+    server *srv = x->srv;
+    uint64_t t0 = keel_mono_us();
+    d->fn(x);
+    metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, keel_mono_us() - t0);
+    if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
+        fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x->partition,
+                (unsigned long long)ptable_map(srv->pt)->epoch[x->partition], srv->cfg.id);
 }

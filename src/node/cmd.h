@@ -37,6 +37,7 @@ enum {
     CMD_STALE = 1 << 6,
     CMD_NOSCRIPT = 1 << 7,
     CMD_CONTAINER = 1 << 8, /* has subcommands */
+    CMD_NOQUEUE = 1 << 9,   /* executes at once inside MULTI (EXEC, DISCARD, WATCH...) */
 };
 
 typedef enum { CLASS_READ, CLASS_WRITE, CLASS_ADMIN, CLASS__COUNT } cmd_class;
@@ -63,6 +64,12 @@ const cmd_def *cmd_lookup_sub(const cmd_def *parent, const char *name, size_t le
  * RSERVER_HOLD when the request is held (a fenced partition, or a move's
  * long poll; see move.h). */
 int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen);
+/* Routes x->slot: returns 1 if this node serves it (x->partition set);
+ * else replies -MOVED or -CLUSTERDOWN, or holds the request (*held =
+ * RSERVER_HOLD, nothing replied), and returns 0. */
+int cmd_route(cmd_ctx *x, int *held);
+/* Runs d's handler on x (routed already) and records its metrics. */
+void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys);
 /* Iteration over the table for COMMAND. */
 size_t cmd_count(void);
 const cmd_def *cmd_at(size_t i);

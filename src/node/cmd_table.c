@@ -1,6 +1,7 @@
 /* cmd_table.c - every command keel serves, with redis' arity, flags and key
  * positions (COMMAND reports these, and cluster clients route with them). */
 #include "node/cmd.h"
+#include "node/multi.h"
 
 /* clang-format off */
 #define H(name) void cmd_##name(cmd_ctx *x);
@@ -308,6 +309,17 @@ const cmd_def cmd_table[] = {
      "Returns the index of a member in a sorted set ordered by descending scores"},
     {"zscan", -3, R, 1, 1, 1, CLASS_READ, cmd_zscan, "sorted_set",
      "Iterates over members and scores of a sorted set"},
+    /* transactions */
+    {"multi", 1, F | CMD_NOQUEUE, 0, 0, 0, CLASS_ADMIN, cmd_multi, "transactions",
+     "Starts a transaction"},
+    {"exec", 1, CMD_NOQUEUE, 0, 0, 0, CLASS_ADMIN, cmd_exec, "transactions",
+     "Executes all commands in a transaction"},
+    {"discard", 1, F | CMD_NOQUEUE, 0, 0, 0, CLASS_ADMIN, cmd_discard, "transactions",
+     "Discards a transaction"},
+    {"watch", -2, F | CMD_NOQUEUE, 1, -1, 1, CLASS_ADMIN, cmd_watch, "transactions",
+     "Monitors changes to keys to determine the execution of a transaction"},
+    {"unwatch", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_unwatch, "transactions",
+     "Forgets about watched keys of a transaction"},
     /* connection and server */
     {"ping", -1, F, 0, 0, 0, CLASS_ADMIN, cmd_ping, "connection",
      "Returns the server's liveness response"},
@@ -316,7 +328,8 @@ const cmd_def cmd_table[] = {
      "Authenticates the connection"},
     {"hello", -1, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_hello, "connection",
      "Handshakes with the server"},
-    {"quit", -1, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_quit, "connection", "Closes the connection"},
+    {"quit", -1, NA | F | CMD_NOQUEUE, 0, 0, 0, CLASS_ADMIN, cmd_quit, "connection",
+     "Closes the connection"},
     {"select", 2, F, 0, 0, 0, CLASS_ADMIN, cmd_select, "connection",
      "Changes the selected database"},
     {"readonly", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_ok, "cluster",

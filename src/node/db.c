@@ -1,6 +1,7 @@
 /* db.c - user keys to record keys, and compound keys (see db.h). Record
  * keys are built in a stack buffer when short, else on the heap. */
 #include "node/db.h"
+#include "node/multi.h"
 #include "core/err.h"
 
 #include <ctype.h>
@@ -81,18 +82,21 @@ int db_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint8_t type, int
     int rc = rk_key(&b, k, kl);
     if (!rc) rc = store_txn_put(t, x->slot, b.p, b.len, type, expire_ms, p, len);
     rk_free(&b);
+    multi_touch(x->srv, k, kl);
     return rc;
 }
 
 int db_del(cmd_ctx *x, store_txn *t, const char *k, size_t kl, int *existed) {
     rkbuf b;
-    if (existed) *existed = 0;
+    int ex = 0;
     int rc = rk_key(&b, k, kl);
     if (rc == KEEL_EINVAL)
         rc = 0; /* too long to exist */
     else if (!rc)
-        rc = store_txn_del(t, x->slot, b.p, b.len, existed);
+        rc = store_txn_del(t, x->slot, b.p, b.len, &ex);
     rk_free(&b);
+    if (existed) *existed = ex;
+    if (ex) multi_touch(x->srv, k, kl); /* deleting nothing changes nothing (redis) */
     return rc;
 }
 
@@ -163,19 +167,22 @@ int sub_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, co
     if (!rc)
         rc = store_txn_put(t, x->slot, b.p, b.len, (uint8_t)(STORE_T_SUB | o->type), 0, p, len);
     rk_free(&b);
+    multi_touch(x->srv, k, kl);
     return rc;
 }
 
 int sub_del(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, const char *f,
             size_t fl, int *existed) {
     rkbuf b;
-    if (existed) *existed = 0;
+    int ex = 0;
     int rc = rk_sub(&b, k, kl, o->version, f, fl);
     if (rc == KEEL_EINVAL)
         rc = 0;
     else if (!rc)
-        rc = store_txn_del(t, x->slot, b.p, b.len, existed);
+        rc = store_txn_del(t, x->slot, b.p, b.len, &ex);
     rk_free(&b);
+    if (existed) *existed = ex;
+    if (ex) multi_touch(x->srv, k, kl);
     return rc;
 }
 

@@ -47,6 +47,8 @@ typedef struct node_conn {
     int waits_verify;   /* a KEEL.MOVE.VERIFY waiting for the catch-up */
     int waits_data;     /* a KEEL.MOVE.CHUNK/CHANGES waiting for data or tokens */
     struct node_conn *hprev, *hnext;
+
+    struct multi_state *multi; /* MULTI queue and watches (multi.c); NULL until used */
 } node_conn;
 
 typedef struct moves moves;

@@ -14,6 +14,7 @@
 #include "node/cmd.h"
 #include "net/http.h"
 #include "node/move.h"
+#include "node/multi.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@ static int on_request(void *arg, client *c, int argc, char **argv, const size_t 
 
 static void on_close(void *arg, client *c) {
     server *s = arg;
+    multi_conn_closed(s, c);
     move_conn_closed(s->mv, c);
 }
 

@@ -26,6 +26,7 @@
 typedef struct http_server http_server;
 typedef struct coordlink coordlink;
 typedef struct moves moves;
+typedef struct watch_tab watch_tab;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -51,6 +52,7 @@ typedef struct server {
     moves *mv;              /* --coord: the move protocol (move.h) */
     char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
     FILE *epoch_log;        /* --epoch-log */
+    watch_tab *watch;       /* WATCHed keys (multi.c), NULL until the first WATCH */
     uint64_t hb_lat_prev[HISTOGRAM_BUCKETS + 1]; /* latency counts at the last heartbeat */
 } server;
 

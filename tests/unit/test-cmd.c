@@ -14,6 +14,7 @@
 
 #include "core/crc16.h"
 #include "node/cmd.h"
+#include "node/multi.h"
 
 typedef struct fixture {
     char dir[64];
@@ -51,6 +52,9 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *f = *state;
+    multi_conn_closed(&f->srv, &f->c);
+    free(f->c.user);
+    multi_server_free(&f->srv);
     store_free(f->srv.st);
     ptable_free(f->srv.pt);
     metrics_free(f->srv.mx);
@@ -285,12 +289,176 @@ static void command_info(void **state) {
     EXPECT(f, "COMMAND GETKEYS mset a 1 b 2", "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
 }
 
+/* Runs line as client c (a second connection of the same node). */
+static const char *run_as(fixture *f, client *c, const char *line) {
+    client save = f->c;
+    f->c = *c;
+    const char *r = run(f, line);
+    *c = f->c;
+    f->c = save;
+    return r;
+}
+
+/* A key of the given tag-free prefix whose slot is in [lo, hi]. */
+static void key_in(char *out, size_t cap, const char *prefix, unsigned lo, unsigned hi) {
+    for (int i = 0;; i++) {
+        snprintf(out, cap, "%s%d", prefix, i);
+        unsigned s = keel_key_slot(out, strlen(out));
+        if (s >= lo && s <= hi) return;
+    }
+}
+
+/* MULTI/EXEC/DISCARD: queueing, the array of replies, errors inside. */
+static void multi_exec_basic(void **state) {
+    fixture *f = *state;
+    EXPECT(f, "EXEC", "-ERR EXEC without MULTI\r\n");
+    EXPECT(f, "DISCARD", "-ERR DISCARD without MULTI\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "MULTI", "-ERR MULTI calls can not be nested\r\n");
+    EXPECT(f, "SET {t}a 1", "+QUEUED\r\n");
+    EXPECT(f, "INCR {t}a", "+QUEUED\r\n");
+    EXPECT(f, "LPUSH {t}a x", "+QUEUED\r\n");
+    EXPECT(f, "GET {t}a", "+QUEUED\r\n");
+    EXPECT(f, "PING", "+QUEUED\r\n");
+    EXPECT(f, "WATCH {t}a", "-ERR WATCH inside MULTI is not allowed\r\n");
+    EXPECT(f, "EXEC",
+           "*5\r\n+OK\r\n:2\r\n-WRONGTYPE Operation against a key holding the wrong kind of "
+           "value\r\n$1\r\n2\r\n+PONG\r\n");
+    EXPECT(f, "EXEC", "-ERR EXEC without MULTI\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC", "*0\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "SET {t}a 9", "+QUEUED\r\n");
+    EXPECT(f, "DISCARD", "+OK\r\n");
+    EXPECT(f, "GET {t}a", "$1\r\n2\r\n");
+    f->c.proto = 3;
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "GET nosuch", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "*1\r\n_\r\n");
+}
+
+/* Queue-time refusals flag the transaction: EXEC answers -EXECABORT. */
+static void multi_execabort(void **state) {
+    fixture *f = *state;
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "SET {t}a 1", "+QUEUED\r\n");
+    EXPECT(f, "NOSUCH x", "-ERR unknown command 'NOSUCH', with args beginning with: 'x' \r\n");
+    EXPECT(f, "EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    EXPECT(f, "EXISTS {t}a", ":0\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "GET", "-ERR wrong number of arguments for 'get' command\r\n");
+    EXPECT(f, "EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "MSET a 1 b 2", "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+    EXPECT(f, "EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC x",
+           "-EXECABORT Transaction discarded because of: wrong number of arguments "
+           "for 'exec' command\r\n");
+    EXPECT(f, "EXEC", "-ERR EXEC without MULTI\r\n");
+    /* -MOVED at queue time: slots 0-1023 are served elsewhere. */
+    char k[32], line[64];
+    key_in(k, sizeof k, "m", 0, 1023);
+    EXPECT(f, "MULTI", "+OK\r\n");
+    snprintf(line, sizeof line, "SET %s 1", k);
+    const char *r = run(f, line);
+    assert_memory_equal(r, "-MOVED ", 7);
+    EXPECT(f, "EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    /* Commands each in one slot but in two together: -CROSSSLOT at EXEC. */
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "SET {a}x 1", "+QUEUED\r\n");
+    EXPECT(f, "SET {b}x 1", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+    EXPECT(f, "EXEC", "-ERR EXEC without MULTI\r\n");
+    EXPECT(f, "EXISTS {a}x", ":0\r\n");
+    EXPECT(f, "WATCH a b", "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+}
+
+/* WATCH: a write by another client, or by the same one, a DEL, an expiry,
+ * fails EXEC with a null array; UNWATCH, EXEC and DISCARD forget. */
+static void watch_cas(void **state) {
+    fixture *f = *state;
+    client c2 = {.proto = 2, .authed = 1, .id = 8};
+    kbuf_init(&c2.out);
+    EXPECT(f, "SET {t}a 1", "+OK\r\n");
+    EXPECT(f, "WATCH {t}a {t}b", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "SET {t}a 2"), "+OK\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "INCR {t}a", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "*-1\r\n");
+    EXPECT(f, "GET {t}a", "$1\r\n2\r\n");
+    /* EXEC forgot the watch: the next one runs. */
+    assert_string_equal(run_as(f, &c2, "SET {t}a 3"), "+OK\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "INCR {t}a", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "*1\r\n:4\r\n");
+    /* Untouched watches let EXEC run; a write to another key does not count. */
+    EXPECT(f, "WATCH {t}a {t}nosuch", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "SET {t}other 1"), "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "DEL {t}nosuch"), ":0\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "GET {t}a", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "*1\r\n$1\r\n4\r\n");
+    /* UNWATCH forgets. */
+    EXPECT(f, "WATCH {t}a", "+OK\r\n");
+    EXPECT(f, "UNWATCH", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "SET {t}a 5"), "+OK\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "GET {t}a", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "*1\r\n$1\r\n5\r\n");
+    /* DISCARD forgets too. */
+    EXPECT(f, "WATCH {t}a", "+OK\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "DISCARD", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "SET {t}a 6"), "+OK\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC", "*0\r\n");
+    /* A DEL by another client, a hash field, the client's own write. */
+    EXPECT(f, "WATCH {t}a", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "DEL {t}a"), ":1\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC", "*-1\r\n");
+    EXPECT(f, "HSET {t}h f 1", ":1\r\n");
+    EXPECT(f, "WATCH {t}h", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "HSET {t}h f 2"), ":0\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC", "*-1\r\n");
+    EXPECT(f, "WATCH {t}a", "+OK\r\n");
+    EXPECT(f, "SET {t}a 7", "+OK\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC", "*-1\r\n");
+    /* No change, no abort: SREM of no member, SMOVE of a member dst has
+     * (redis' "SMOVE only notify dstset when the addition is successful"). */
+    EXPECT(f, "SADD {t}src a b", ":2\r\n");
+    EXPECT(f, "SADD {t}dst a", ":1\r\n");
+    EXPECT(f, "WATCH {t}dst", "+OK\r\n");
+    assert_string_equal(run_as(f, &c2, "SREM {t}dst zz"), ":0\r\n");
+    assert_string_equal(run_as(f, &c2, "SMOVE {t}src {t}dst a"), ":1\r\n");
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "SADD {t}dst c", "+QUEUED\r\n");
+    EXPECT(f, "EXEC", "*1\r\n:1\r\n");
+    EXPECT(f, "SCARD {t}dst", ":2\r\n");
+    /* Expiry: live at WATCH, gone at EXEC. */
+    EXPECT(f, "SET {t}e v PX 20", "+OK\r\n");
+    EXPECT(f, "WATCH {t}e", "+OK\r\n");
+    usleep(40000);
+    f->c.last_ms = 0;
+    EXPECT(f, "MULTI", "+OK\r\n");
+    EXPECT(f, "EXEC", "*-1\r\n");
+    /* A second client's watches go with it. */
+    assert_string_equal(run_as(f, &c2, "WATCH {t}a"), "+OK\r\n");
+    multi_conn_closed(&f->srv, &c2);
+    free(c2.user);
+    kbuf_close(&c2.out);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(strings_basic),  T(set_options),     T(counters),     T(expiry),
-        T(multi_and_swap), T(dispatch_errors), T(auth),         T(wrongtype),
-        T(resp3),          T(cluster_views),   T(command_info),
+        T(strings_basic),   T(set_options),     T(counters),     T(expiry),
+        T(multi_and_swap),  T(dispatch_errors), T(auth),         T(wrongtype),
+        T(resp3),           T(cluster_views),   T(command_info), T(multi_exec_basic),
+        T(multi_execabort), T(watch_cas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
