@@ -130,24 +130,7 @@ void cmd_hmget(cmd_ctx *x) {
 }
 
 void cmd_hdel(cmd_ctx *x) {
-    store_txn *t = store_txn_begin(x->srv->st);
-    obj o;
-    int r = obj_lookup(x, t, K(x), STORE_T_HASH, &o);
-    if (r <= 0) {
-        store_txn_abort(t);
-        if (r == 0) resp_w_int(x->out, 0);
-        return;
-    }
-    long long n = 0;
-    int rc = 0;
-    for (int i = 2; i < x->argc && !rc; i++) {
-        int existed;
-        rc = sub_del(x, t, K(x), &o, x->argv[i], x->argvlen[i], &existed);
-        n += existed;
-    }
-    o.size -= (uint64_t)n;
-    if (!rc && n) rc = obj_save(x, t, K(x), &o);
-    if (done(x, t, rc) == 0) resp_w_int(x->out, n);
+    db_del_fields(x, STORE_T_HASH);
 }
 
 void cmd_hlen(cmd_ctx *x) {

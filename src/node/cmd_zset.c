@@ -227,24 +227,7 @@ void cmd_zmscore(cmd_ctx *x) {
 }
 
 void cmd_zrem(cmd_ctx *x) {
-    store_txn *t = store_txn_begin(x->srv->st);
-    obj o;
-    int r = obj_lookup(x, t, K(x), STORE_T_ZSET, &o);
-    if (r <= 0) {
-        store_txn_abort(t);
-        if (r == 0) resp_w_int(x->out, 0);
-        return;
-    }
-    long long n = 0;
-    int rc = 0;
-    for (int i = 2; i < x->argc && !rc; i++) {
-        int existed;
-        rc = sub_del(x, t, K(x), &o, x->argv[i], x->argvlen[i], &existed);
-        n += existed;
-    }
-    o.size -= (uint64_t)n;
-    if (!rc && n) rc = obj_save(x, t, K(x), &o);
-    if (done(x, t, rc) == 0) resp_w_int(x->out, n);
+    db_del_fields(x, STORE_T_ZSET);
 }
 
 /* ---- Ordered reads (no score index yet: load and sort) ------------------- */

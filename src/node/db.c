@@ -50,6 +50,29 @@ void reply_storage(cmd_ctx *x, int rc) {
     reply_errf(x, "ERR storage error: %s", keel_strerror(rc));
 }
 
+void db_del_fields(cmd_ctx *x, uint8_t type) {
+    const char *k = x->argv[1];
+    size_t kl = x->argvlen[1];
+    store_txn *t = store_txn_begin(x->srv->st);
+    obj o;
+    int r = obj_lookup(x, t, k, kl, type, &o);
+    if (r <= 0) {
+        store_txn_abort(t);
+        if (r == 0) resp_w_int(x->out, 0);
+        return;
+    }
+    long long n = 0;
+    int rc = 0;
+    for (int i = 2; i < x->argc && !rc; i++) {
+        int existed;
+        rc = sub_del(x, t, k, kl, &o, x->argv[i], x->argvlen[i], &existed);
+        n += existed;
+    }
+    o.size -= (uint64_t)n;
+    if (!rc && n) rc = obj_save(x, t, k, kl, &o);
+    if (db_finish(x, t, rc) == 0) resp_w_int(x->out, n);
+}
+
 int db_finish(cmd_ctx *x, store_txn *t, int rc) {
     if (rc) {
         store_txn_abort(t);

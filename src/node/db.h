@@ -57,6 +57,11 @@ typedef int (*sub_cb)(void *arg, const char *f, size_t fl, const store_value *v)
 long sub_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, size_t skip, size_t max,
               sub_cb cb, void *arg);
 
+/* HDEL, SREM, ZREM: removes the fields or members argv[2..] of the key
+ * argv[1] of type `type` and replies how many there were (0 for no key,
+ * -WRONGTYPE for another type). */
+void db_del_fields(cmd_ctx *x, uint8_t type);
+
 /* Replies "ERR storage error: ..." for rc. */
 void reply_storage(cmd_ctx *x, int rc);
 /* Ends a write command's txn: with rc != 0 aborts it and replies the
