@@ -99,6 +99,12 @@ static void client_close(client *c) {
     uv_close((uv_handle_t *)&c->tcp, on_client_closed);
 }
 
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+static void on_kick(uv_idle_t *h) {
+    (void)h; /* its being active is the point: poll does not sleep */
+}
+
 static void client_mark_pending(client *c) {
     if (c->pending) return;
     c->pending = 1;
@@ -110,11 +116,24 @@ void rserver_close_after_reply(client *c) {
     c->close_after_flush = 1;
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
-
-static void on_kick(uv_idle_t *h) {
-    (void)h; /* its being active is the point: poll does not sleep */
+client *rserver_clients(rserver *rs) {
+    return rs ? rs->clients : NULL;
 }
+
+void rserver_kill(client *c) {
+    client_close(c);
+}
+
+void rserver_wake(client *c) {
+    if (c->closing) return;
+    client_mark_pending(c);
+    if (!c->rs->stopping) uv_idle_start(&c->rs->kick, on_kick);
+}
+
+void rserver_set_maxclients(rserver *rs, int maxclients) {
+    if (rs) rs->cfg.maxclients = maxclients;
+}
+
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     client *c = h->data;
@@ -307,6 +326,14 @@ static void peer_name(client *c) {
     uv_ip_name((struct sockaddr *)&ss, ip, sizeof ip);
     int port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     snprintf(c->addr, sizeof c->addr, "%s:%d", ip, port);
+    sl = sizeof ss;
+    if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &sl) == 0) {
+        uv_ip_name((struct sockaddr *)&ss, ip, sizeof ip);
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        snprintf(c->laddr, sizeof c->laddr, "%s:%d", ip, port);
+    }
+    uv_os_fd_t fd;
+    c->fd = uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 ? (int)fd : -1;
 }
 
 static void on_connection(uv_stream_t *listener, int status) {

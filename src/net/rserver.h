@@ -52,6 +52,13 @@ typedef struct client {
     int64_t last_ms; /* wall clock when the current request batch arrived */
     kbuf out;        /* replies of this turn, not yet handed to the kernel */
     void *user;      /* owner's per-connection state */
+    char laddr[64];  /* local "ip:port" */
+    int fd;          /* the socket's descriptor, for CLIENT LIST */
+    /* CLIENT REPLY / SETINFO / NO-EVICT and the last command, for CLIENT LIST
+     * (node/cmd_client.c); the server itself never reads these. */
+    unsigned char reply_off, reply_skip, reply_skip_next, no_evict, monitor;
+    const char *cmd_name, *cmd_sub; /* static strings: last command (and subcommand) */
+    char lib_name[64], lib_ver[64];
     /* ---- internal ---- */
     uv_tcp_t tcp;
     rserver *rs;
@@ -114,6 +121,17 @@ void rserver_stop(rserver *rs);
 void rserver_get_stats(const rserver *rs, rserver_stats *out);
 /* Closes c once its pending output has been written (QUIT, fatal errors). */
 void rserver_close_after_reply(client *c);
+/* The connections, newest first: iterate with c = c->next. Closing clients
+ * (rserver_kill) stay listed until the loop has run their close. */
+client *rserver_clients(rserver *rs);
+/* Closes c now (CLIENT KILL): unsent output is dropped; on_close follows
+ * from the loop. Safe while iterating rserver_clients. */
+void rserver_kill(client *c);
+/* For output appended to c->out outside c's own dispatch (MONITOR feeds):
+ * c's output leaves at this turn's end, after before_flush. */
+void rserver_wake(client *c);
+/* Changes the client limit for new connections (CONFIG SET maxclients). */
+void rserver_set_maxclients(rserver *rs, int maxclients);
 /* Re-dispatches c's held request now (from the caller's stack, on the loop
  * thread), then, unless it is held again, goes on with the client's saved
  * input (which may hold again at a later request) and resumes reading.

@@ -10,6 +10,8 @@
 #include "core/crc16.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "node/cmdstats.h"
+#include "node/introspect.h"
 #include "node/move.h"
 #include "node/multi.h"
 
@@ -199,7 +201,9 @@ int cmd_route(cmd_ctx *x, int *held) {
     return 0;
 }
 
-int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen) {
+/* One request: *dp is the command (or subcommand) found, NULL if unknown. */
+static int dispatch_one(server *srv, client *c, int argc, char **argv, const size_t *argvlen,
+                        const cmd_def **dp, const cmd_def **parentp) {
     cmd_ctx x = {.srv = srv,
                  .c = c,
                  .argc = argc,
@@ -231,6 +235,10 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
         parent = d;
         d = sub;
     }
+    *dp = d;
+    *parentp = parent;
+    c->cmd_name = parent ? parent->name : d->name;
+    c->cmd_sub = parent ? d->name : NULL;
     if ((d->arity > 0 && argc != d->arity) || argc < (d->arity < 0 ? -d->arity : d->arity)) {
         char name[80];
         full_name(parent, d, name, sizeof name);
@@ -249,7 +257,11 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
         return 0;
     }
     int in_multi = multi_active(c);
-    if (in_multi && d->fn == cmd_exec) return multi_exec(&x);
+    if (in_multi && d->fn == cmd_exec) {
+        int rc = multi_exec(&x);
+        if (rc == 0) monitor_feed(&x, d);
+        return rc;
+    }
     int has_keys, held = 0;
     if (keys_slot(&x, d, &has_keys)) {
         multi_flag(c);
@@ -266,11 +278,39 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
     return 0;
 }
 
+/* Wraps dispatch_one with what applies to every request: CLIENT REPLY
+ * OFF/SKIP drop the reply (a held request keeps its SKIP for when it runs),
+ * and an error replied before any handler ran counts as rejected (the
+ * handlers' errors are counted by cmd_call). */
+int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *argvlen) {
+    size_t before = c->out.len;
+    uint64_t calls = srv->handler_calls;
+    const cmd_def *d = NULL, *parent = NULL;
+    int rc = dispatch_one(srv, c, argc, argv, argvlen, &d, &parent);
+    if (rc == RSERVER_HOLD) return rc;
+    if (srv->handler_calls == calls && c->out.len > before && c->out.p[before] == '-') {
+        cmdstats_error(srv, c->out.p + before, c->out.len - before);
+        if (d) cmdstats_rejected(srv, d);
+    }
+    /* As redis' resetClient: SKIP silences the next request (ON clears it). */
+    if (c->reply_off || c->reply_skip || c->reply_skip_next) c->out.len = before;
+    c->reply_skip = c->reply_skip_next;
+    c->reply_skip_next = 0;
+    return rc;
+}
+
 void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
     server *srv = x->srv;
+    size_t before = x->out->len;
     uint64_t t0 = keel_mono_us();
+    srv->handler_calls++;
     d->fn(x);
-    metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, keel_mono_us() - t0);
+    uint64_t us = keel_mono_us() - t0;
+    int failed = x->out->len > before && x->out->p[before] == '-';
+    cmdstats_call(srv, d, us, failed);
+    if (failed) cmdstats_error(srv, x->out->p + before, x->out->len - before);
+    monitor_feed(x, d);
+    metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, us);
     if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
         fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x->partition,
                 (unsigned long long)ptable_map(srv->pt)->epoch[x->partition], srv->cfg.id);

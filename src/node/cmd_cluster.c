@@ -243,3 +243,31 @@ void cmd_cluster_getkeysinslot(cmd_ctx *x) {
     }
     kbuf_close(&tmp);
 }
+
+void cmd_cluster_help(cmd_ctx *x) {
+    static const char *help[] = {
+        "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "COUNTKEYSINSLOT <slot>",
+        "    Return the number of keys in <slot>.",
+        "GETKEYSINSLOT <slot> <count>",
+        "    Return key names stored by current node in a slot.",
+        "INFO",
+        "    Return information about the cluster.",
+        "KEYSLOT <key>",
+        "    Return the hash slot for <key>.",
+        "MYID",
+        "    Return the node id.",
+        "NODES",
+        "    Return cluster configuration seen by node. Output format:",
+        "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+        "SHARDS",
+        "    Return information about slot range mappings and the nodes associated with them.",
+        "SLOTS",
+        "    Return information about slots range mappings. Each range is made of:",
+        "    start, end, master and replicas IP addresses, ports and ids",
+        "HELP",
+        "    Print this help."};
+    resp_w_array(x->out, sizeof help / sizeof *help);
+    for (size_t i = 0; i < sizeof help / sizeof *help; i++)
+        resp_w_simple(x->out, help[i]);
+}

@@ -11,6 +11,10 @@ H(expire) H(pexpire) H(ttl) H(pttl) H(persist)
 H(ping) H(echo) H(ok) H(quit) H(auth) H(hello) H(select) H(dbsize) H(info)
 H(client) H(client_id) H(client_getname) H(client_setname) H(config) H(config_get)
 H(command) H(command_count) H(command_info) H(command_docs) H(command_getkeys)
+H(command_list) H(command_getkeysandflags) H(command_help) H(monitor)
+H(client_list) H(client_info) H(client_kill) H(client_reply) H(client_setinfo)
+H(client_no_evict) H(client_getredir) H(client_help)
+H(config_resetstat) H(config_rewrite) H(config_help) H(cluster_help)
 H(cluster) H(cluster_slots) H(cluster_shards) H(cluster_nodes) H(cluster_info)
 H(cluster_myid) H(cluster_keyslot) H(cluster_countkeysinslot) H(cluster_getkeysinslot)
 H(setex) H(psetex) H(getex) H(getrange) H(setrange) H(incrbyfloat) H(msetnx)
@@ -44,12 +48,36 @@ H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
                               "connection", "Returns the connection name"},
                              {"setname", 3, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_setname,
                               "connection", "Sets the connection name"},
+                             {"list", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_list, "connection",
+                              "Lists open connections"},
+                             {"info", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_info, "connection",
+                              "Returns information about the connection"},
+                             {"kill", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_client_kill,
+                              "connection", "Terminates open connections"},
+                             {"reply", 3, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_reply,
+                              "connection", "Instructs the server whether to reply to commands"},
+                             {"setinfo", 4, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_setinfo,
+                              "connection", "Sets information specific to the client"},
+                             {"no-evict", 3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_client_no_evict,
+                              "connection", "Sets the client eviction mode of the connection"},
+                             {"getredir", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_getredir,
+                              "connection", "Returns the client ID to which the connection's "
+                              "tracking notifications are redirected"},
+                             {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_help, "connection",
+                              "Returns helpful text about the different subcommands"},
                              END};
 
 static const cmd_def config_subs[] = {{"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_get,
                                        "server", "Returns configuration parameters"},
                                       {"set", -4, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_set,
                                        "server", "Sets configuration parameters in-flight"},
+                                      {"resetstat", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN,
+                                       cmd_config_resetstat, "server", "Resets the server's statistics"},
+                                      {"rewrite", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN,
+                                       cmd_config_rewrite, "server",
+                                       "Persists the effective configuration to file"},
+                                      {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_config_help,
+                                       "server", "Returns helpful text about the different subcommands"},
                                       END};
 
 /* keel has no functions: FUNCTION FLUSH has nothing to do (the test
@@ -71,6 +99,13 @@ static const cmd_def command_subs[] = {{"count", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd
                                        {"getkeys", -3, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_getkeys,
                                         "server",
                                         "Extracts the key names from an arbitrary command"},
+                                       {"getkeysandflags", -3, 0, 0, 0, 0, CLASS_ADMIN,
+                                        cmd_command_getkeysandflags, "server",
+                                        "Extracts the key names and access flags for an arbitrary command"},
+                                       {"list", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_list,
+                                        "server", "Returns a list of command names"},
+                                       {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_help,
+                                        "server", "Returns helpful text about the different subcommands"},
                                        END};
 
 static const cmd_def cluster_subs[] = {
@@ -89,6 +124,8 @@ static const cmd_def cluster_subs[] = {
      "Returns the number of keys in a hash slot"},
     {"getkeysinslot", 4, 0, 0, 0, 0, CLASS_ADMIN, cmd_cluster_getkeysinslot, "cluster",
      "Returns the key names in a hash slot"},
+    {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_cluster_help, "cluster",
+     "Returns helpful text about the different subcommands"},
     END};
 
 const cmd_def cmd_table[] = {
@@ -341,6 +378,8 @@ const cmd_def cmd_table[] = {
     {"client", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_client, "connection",
      "A container for client connection commands", client_subs},
     {"dbsize", 1, R | F, 0, 0, 0, CLASS_ADMIN, cmd_dbsize, "server", "Returns the number of keys"},
+    {"monitor", 1, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_monitor, "server",
+     "Listens for all requests received by the server in real-time"},
     {"info", -1, 0, 0, 0, 0, CLASS_ADMIN, cmd_info, "server",
      "Returns information and statistics about the server"},
     {"config", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_config, "server",

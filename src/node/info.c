@@ -1,31 +1,138 @@
 /* info.c - INFO sections and the Prometheus page: two views of the same
- * counters, both rendered on the loop thread. */
+ * counters, both rendered on the loop thread.
+ *
+ * INFO follows redis 7.0: `INFO` and `INFO default` give the default
+ * sections, `all` adds commandstats, `everything` is all of them; several
+ * section names may be given (any case) and each section appears once.
+ * Memory figures are the process' (mallinfo2 for used_memory, /proc for
+ * RSS); keel has no replication, so that section says "master" with no
+ * replicas and offset 0.
+ */
 #include "core/clock.h"
 #include "node/cmd.h"
+#include "node/cmdstats.h"
 #include "node/move.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define KEEL_VERSION "0.1.0"
 
 static void info_server(const server *s, kbuf *b) {
-    int64_t up = (keel_wall_ms() - s->start_ms) / 1000;
+    int64_t now = keel_wall_ms(), up = (now - s->start_ms) / 1000;
+    struct utsname un;
+    if (uname(&un)) memset(&un, 0, sizeof un);
     kbuf_printf(b,
-                "# Server\r\nredis_version:7.0.0\r\nkeel_version:%s\r\nredis_mode:cluster\r\n"
-                "process_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
-                "uptime_in_days:%lld\r\n",
-                KEEL_VERSION, (int)getpid(), s->runid, s->cfg.port, (long long)up,
-                (long long)(up / 86400));
+                "# Server\r\nredis_version:7.0.0\r\nkeel_version:%s\r\nredis_git_sha1:00000000\r\n"
+                "redis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:cluster\r\n"
+                "os:%s %s %s\r\narch_bits:%d\r\nmultiplexing_api:epoll\r\n"
+                "atomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\n"
+                "process_id:%d\r\nprocess_supervised:no\r\nrun_id:%s\r\ntcp_port:%d\r\n"
+                "server_time_usec:%lld\r\nuptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\n"
+                "hz:10\r\nconfigured_hz:10\r\nlru_clock:%lld\r\nexecutable:keel\r\n"
+                "config_file:\r\nio_threads_active:0\r\n",
+                KEEL_VERSION, un.sysname, un.release, un.machine, (int)(sizeof(void *) * 8),
+                (int)getpid(), s->runid, s->cfg.port, (long long)keel_wall_us(), (long long)up,
+                (long long)(up / 86400), (long long)((now / 1000) & ((1 << 24) - 1)));
 }
 
 static void info_clients(const server *s, kbuf *b) {
     rserver_stats st;
     rserver_get_stats(s->rs, &st);
-    kbuf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%d\r\n", st.clients,
-                s->cfg.maxclients);
+    kbuf_printf(b,
+                "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\n"
+                "maxclients:%d\r\nclient_recent_max_input_buffer:0\r\n"
+                "client_recent_max_output_buffer:0\r\nblocked_clients:0\r\n"
+                "tracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                st.clients, s->cfg.maxclients);
+}
+
+static void human(char *out, size_t cap, unsigned long long n) {
+    if (n < 1024)
+        snprintf(out, cap, "%lluB", n);
+    else if (n < 1024ull * 1024)
+        snprintf(out, cap, "%.2fK", (double)n / 1024);
+    else if (n < 1024ull * 1024 * 1024)
+        snprintf(out, cap, "%.2fM", (double)n / (1024 * 1024));
+    else
+        snprintf(out, cap, "%.2fG", (double)n / (1024.0 * 1024 * 1024));
+}
+
+static unsigned long long rss_bytes(void) {
+    unsigned long long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &pages, &rss) != 2) rss = 0;
+        fclose(f);
+    }
+    return rss * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+static void info_memory(const server *s, kbuf *b) {
+    struct mallinfo2 mi = mallinfo2();
+    unsigned long long used = mi.uordblks + mi.hblkhd, rss = rss_bytes();
+    static unsigned long long peak;
+    if (used > peak) peak = used;
+    char hu[32], hr[32], hp[32];
+    human(hu, sizeof hu, used);
+    human(hr, sizeof hr, rss);
+    human(hp, sizeof hp, peak);
+    kbuf_printf(b,
+                "# Memory\r\nused_memory:%llu\r\nused_memory_human:%s\r\n"
+                "used_memory_rss:%llu\r\nused_memory_rss_human:%s\r\nused_memory_peak:%llu\r\n"
+                "used_memory_peak_human:%s\r\nused_memory_lua:0\r\nused_memory_scripts:0\r\n"
+                "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n"
+                "mem_fragmentation_ratio:%.2f\r\nmem_allocator:libc\r\nlazyfree_pending_objects:0\r\n"
+                "keel_store_bytes:%llu\r\n",
+                used, hu, rss, hr, peak, hp, used ? (double)rss / (double)used : 0.0,
+                (unsigned long long)store_total_bytes(s->st));
+}
+
+static void info_replication(const server *s, kbuf *b) {
+    kbuf_printf(b,
+                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
+                "master_failover_state:no-failover\r\nmaster_replid:%s\r\n"
+                "master_replid2:0000000000000000000000000000000000000000\r\n"
+                "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n"
+                "repl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\n"
+                "repl_backlog_histlen:0\r\n",
+                s->runid);
+}
+
+static void info_cpu(const server *s, kbuf *b) {
+    (void)s;
+    struct rusage self, kids, th;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    if (getrusage(RUSAGE_THREAD, &th)) th = self;
+#define TV(t) ((double)(t).tv_sec + (double)(t).tv_usec / 1e6)
+    kbuf_printf(b,
+                "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
+                "used_cpu_user_children:%.6f\r\nused_cpu_sys_main_thread:%.6f\r\n"
+                "used_cpu_user_main_thread:%.6f\r\n",
+                TV(self.ru_stime), TV(self.ru_utime), TV(kids.ru_stime), TV(kids.ru_utime),
+                TV(th.ru_stime), TV(th.ru_utime));
+#undef TV
+}
+
+static void info_modules(const server *s, kbuf *b) {
+    (void)s;
+    kbuf_appendstr(b, "# Modules\r\n");
+}
+
+static void info_errorstats(const server *s, kbuf *b) {
+    kbuf_appendstr(b, "# Errorstats\r\n");
+    cmdstats_info_errors((server *)s, b);
+}
+
+static void info_commandstats(const server *s, kbuf *b) {
+    kbuf_appendstr(b, "# Commandstats\r\n");
+    cmdstats_info_commands((server *)s, b);
 }
 
 static void info_stats(const server *s, kbuf *b) {
@@ -34,10 +141,13 @@ static void info_stats(const server *s, kbuf *b) {
     rserver_get_stats(s->rs, &st);
     kbuf_printf(b,
                 "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
-                "rejected_connections:%llu\r\nexpired_keys:%llu\r\nkeel_read_ops:%llu\r\n"
+                "rejected_connections:%llu\r\nexpired_keys:%llu\r\nevicted_keys:0\r\n"
+                "keyspace_hits:0\r\nkeyspace_misses:0\r\npubsub_channels:0\r\n"
+                "pubsub_patterns:0\r\ntotal_error_replies:%llu\r\nkeel_read_ops:%llu\r\n"
                 "keel_write_ops:%llu\r\nkeel_admin_ops:%llu\r\n",
                 (unsigned long long)st.total_connections, (unsigned long long)st.total_commands,
                 (unsigned long long)st.rejected_connections, (unsigned long long)s->expired_keys,
+                (unsigned long long)cmdstats_total_errors(s),
                 (unsigned long long)m->ops[CLASS_READ], (unsigned long long)m->ops[CLASS_WRITE],
                 (unsigned long long)m->ops[CLASS_ADMIN]);
 }
@@ -114,28 +224,42 @@ static void info_cluster(const server *s, kbuf *b) {
     kbuf_appendstr(b, "# Cluster\r\ncluster_enabled:1\r\n");
 }
 
+/* deflt: in INFO / INFO default; all: in INFO all (everything has all). */
 static const struct {
     const char *name;
     void (*fn)(const server *, kbuf *);
+    int deflt, all;
 } sections[] = {
-    {"server", info_server},   {"clients", info_clients},
-    {"stats", info_stats},     {"persistence", info_persistence},
-    {"cluster", info_cluster}, {"keyspace", info_keyspace},
-    {"keel", info_keel},
+    {"server", info_server, 1, 1},
+    {"clients", info_clients, 1, 1},
+    {"memory", info_memory, 1, 1},
+    {"persistence", info_persistence, 1, 1},
+    {"stats", info_stats, 1, 1},
+    {"replication", info_replication, 1, 1},
+    {"cpu", info_cpu, 1, 1},
+    {"modules", info_modules, 1, 1},
+    {"commandstats", info_commandstats, 0, 1},
+    {"errorstats", info_errorstats, 1, 1},
+    {"cluster", info_cluster, 1, 1},
+    {"keyspace", info_keyspace, 1, 1},
+    {"keel", info_keel, 1, 1},
 };
+#define NSECTIONS (sizeof sections / sizeof *sections)
 
 void cmd_info(cmd_ctx *x) {
-    size_t n = sizeof sections / sizeof *sections;
-    int all = x->argc == 1;
-    for (int i = 1; i < x->argc; i++)
-        if (arg_is(x, i, "all") || arg_is(x, i, "default") || arg_is(x, i, "everything")) all = 1;
+    unsigned char want[NSECTIONS] = {0};
+    for (int i = 1; i <= x->argc; i++) {
+        int deflt = i == x->argc ? x->argc == 1 : arg_is(x, i, "default");
+        int all = i < x->argc && (arg_is(x, i, "all") || arg_is(x, i, "everything"));
+        for (size_t k = 0; k < NSECTIONS; k++)
+            if ((deflt && sections[k].deflt) || (all && sections[k].all) ||
+                (i < x->argc && arg_is(x, i, sections[k].name)))
+                want[k] = 1;
+    }
     kbuf b;
     kbuf_init(&b);
-    for (size_t k = 0; k < n; k++) {
-        int want = all;
-        for (int i = 1; i < x->argc && !want; i++)
-            want = arg_is(x, i, sections[k].name);
-        if (!want) continue;
+    for (size_t k = 0; k < NSECTIONS; k++) {
+        if (!want[k]) continue;
         if (b.len) kbuf_appendstr(&b, "\r\n");
         sections[k].fn(x->srv, &b);
     }

@@ -12,6 +12,8 @@
 #include "core/failpoint.h"
 #include "node/cluster.h"
 #include "node/cmd.h"
+#include "node/cmdstats.h"
+#include "node/introspect.h"
 #include "net/http.h"
 #include "node/move.h"
 #include "node/multi.h"
@@ -41,6 +43,7 @@ static int on_request(void *arg, client *c, int argc, char **argv, const size_t 
 static void on_close(void *arg, client *c) {
     server *s = arg;
     multi_conn_closed(s, c);
+    client_conn_closed(s, c);
     move_conn_closed(s->mv, c);
 }
 
@@ -340,6 +343,9 @@ fail:
 done:
     if (s->epoch_log) fclose(s->epoch_log);
     kbuf_close(&s->first_map);
+    cmdstats_free(s->cstats);
+    config_params_free(s->params);
+    monitors_free(s->monitors);
     peerauth_secret_wipe(&s->secret);
     store_free(s->st);
     ptable_free(s->pt);

@@ -53,6 +53,10 @@ typedef struct server {
     char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
     FILE *epoch_log;        /* --epoch-log */
     watch_tab *watch;       /* WATCHed keys (multi.c), NULL until the first WATCH */
+    struct cmdstats *cstats;      /* INFO commandstats/errorstats (cmdstats.c), lazily */
+    struct param_state *params;   /* CONFIG parameters (cmd_config.c), lazily */
+    struct monitor_list *monitors; /* MONITOR clients (cmd_client.c), lazily */
+    uint64_t handler_calls;        /* handlers run (cmd_call), for cmd_dispatch */
     uint64_t hb_lat_prev[HISTOGRAM_BUCKETS + 1]; /* latency counts at the last heartbeat */
 } server;
 

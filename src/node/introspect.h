@@ -1,0 +1,17 @@
+/* introspect.h - the hooks the server and dispatch call into the CLIENT /
+ * MONITOR (cmd_client.c) and CONFIG (cmd_config.c) modules.
+ */
+#ifndef KEEL_INTROSPECT_H
+#define KEEL_INTROSPECT_H
+
+#include "node/cmd.h"
+
+/* Feeds an executed command to every MONITOR client but x's own (admin
+ * commands are not shown). Cheap when there are no monitors. */
+void monitor_feed(cmd_ctx *x, const cmd_def *d);
+/* rserver on_close: forgets c if it was a monitor. */
+void client_conn_closed(server *s, client *c);
+void monitors_free(struct monitor_list *m);
+void config_params_free(struct param_state *ps);
+
+#endif
