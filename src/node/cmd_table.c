@@ -24,7 +24,7 @@ H(sadd) H(srem) H(scard) H(sismember) H(smismember) H(smembers) H(sscan)
 H(srandmember) H(spop) H(smove) H(sinter) H(sunion) H(sdiff)
 H(sinterstore) H(sunionstore) H(sdiffstore) H(sintercard)
 H(lpush) H(rpush) H(lpushx) H(rpushx) H(lpop) H(rpop) H(llen) H(lindex) H(lset) H(lrange)
-H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos)
+H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos) H(lmpop)
 H(zadd) H(zincrby) H(zcard) H(zscore) H(zmscore) H(zrem) H(zrange) H(zrevrange)
 H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
 #undef H
@@ -280,6 +280,8 @@ const cmd_def cmd_table[] = {
      "Returns an element after popping it from one list and pushing it to another"},
     {"lpos", -3, R, 1, 1, 1, CLASS_READ, cmd_lpos, "list",
      "Returns the index of matching elements in a list"},
+    {"lmpop", -4, W, 0, 0, 0, CLASS_WRITE, cmd_lmpop, "list",
+     "Returns multiple elements from a list after removing them", NULL, 1},
     /* sorted sets (partial: no score index yet) */
     {"zadd", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zadd, "sorted_set",
      "Adds one or more members to a sorted set, or updates their scores"},
