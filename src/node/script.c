@@ -1450,10 +1450,10 @@ void script_exists(cmd_ctx *x) {
     }
 }
 
-/* SCRIPT FLUSH [ASYNC|SYNC]: drops every cached script and collects them
- * (both modes at once: freeing the compiled chunks is quick). Unlike
- * redis' scriptingReset the state itself stays, because the FUNCTION
- * libraries live in it and must survive a SCRIPT FLUSH. */
+/* SCRIPT FLUSH [ASYNC|SYNC]: drops every cached script (both modes at
+ * once: freeing them is quick). With no FUNCTION library loaded the whole
+ * state goes, as redis' scriptingReset; otherwise the state stays, since
+ * the libraries live in it and must survive a SCRIPT FLUSH. */
 void script_flush(cmd_ctx *x) {
     if (x->argc > 3 || (x->argc == 3 && !arg_is(x, 2, "sync") && !arg_is(x, 2, "async"))) {
         reply_err(x, "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
@@ -1461,10 +1461,18 @@ void script_flush(cmd_ctx *x) {
     }
     script_engine *e = g_engine;
     if (e && e->L) {
-        lua_newtable(e->L);
-        lua_setfield(e->L, LUA_REGISTRYINDEX, REG_SCRIPTS);
-        e->nscripts = 0;
-        lua_gc(e->L, LUA_GCCOLLECT, 0);
+        lua_getfield(e->L, LUA_REGISTRYINDEX, REG_LIBS);
+        lua_pushnil(e->L);
+        int libs = lua_next(e->L, -2);
+        lua_settop(e->L, 0);
+        if (!libs) { /* no FUNCTION library to keep: a fresh state, as redis */
+            state_close(e);
+        } else {
+            lua_newtable(e->L);
+            lua_setfield(e->L, LUA_REGISTRYINDEX, REG_SCRIPTS);
+            e->nscripts = 0;
+            lua_gc(e->L, LUA_GCCOLLECT, 0);
+        }
     }
     reply_ok(x);
 }
