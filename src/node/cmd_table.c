@@ -40,7 +40,7 @@ H(function_delete) H(function_kill) H(function_list)
 #define END                                                                                        \
     { 0 }
 
-                                                                                    static const
+                                                                                        static const
     cmd_def client_subs[] = {{"id", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_id, "connection",
                               "Returns the client ID"},
                              {"getname", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_getname,

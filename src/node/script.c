@@ -44,8 +44,14 @@
 #define HOOK_EVERY 100000      /* Lua instructions between time checks, as redis */
 #define DEFAULT_BUSY_MS 5000
 
-enum { SF_NO_WRITES = 1, SF_ALLOW_OOM = 2, SF_ALLOW_STALE = 4, SF_NO_CLUSTER = 8,
-       SF_CROSS_SLOT = 16, SF_COMPAT = 32 };
+enum {
+    SF_NO_WRITES = 1,
+    SF_ALLOW_OOM = 2,
+    SF_ALLOW_STALE = 4,
+    SF_NO_CLUSTER = 8,
+    SF_CROSS_SLOT = 16,
+    SF_COMPAT = 32
+};
 
 typedef struct script_run {
     cmd_ctx *caller;
@@ -60,18 +66,18 @@ struct script_engine {
     lua_State *L;
     server *srv;
     script_run *run;
-    int loading;      /* FUNCTION LOAD running the library body */
-    const char *lib;  /* the library being loaded */
+    int loading;     /* FUNCTION LOAD running the library body */
+    const char *lib; /* the library being loaded */
     size_t nscripts;
-    client fake;      /* the client redis.call's commands see */
+    client fake; /* the client redis.call's commands see */
     resp_reader *reader;
     long long busy_ms;
 };
 
 static script_engine *g_engine; /* one per process: the node's */
 
-static const char *const lib_names[] = {"string", "table", "math", "cjson", "bit", "coroutine",
-                                        "redis", NULL};
+static const char *const lib_names[] = {"string", "table",     "math",  "cjson",
+                                        "bit",    "coroutine", "redis", NULL};
 
 /* ---- Errors -------------------------------------------------------------- */
 
@@ -127,15 +133,15 @@ static int is_readonly(lua_State *L, int idx) {
 
 /* Replaces the table on top of the stack by a read-only proxy of it. */
 static void make_proxy(lua_State *L) {
-    lua_newtable(L);           /* t proxy */
-    lua_newtable(L);           /* t proxy mt */
+    lua_newtable(L); /* t proxy */
+    lua_newtable(L); /* t proxy mt */
     lua_pushvalue(L, -3);
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, l_readonly_error);
     lua_setfield(L, -2, "__newindex");
     lua_getfield(L, LUA_REGISTRYINDEX, "keel_ro_meta");
     lua_setfield(L, -2, "__metatable");
-    lua_setmetatable(L, -2);  /* t proxy */
+    lua_setmetatable(L, -2); /* t proxy */
     lua_getfield(L, LUA_REGISTRYINDEX, REG_RO);
     lua_pushvalue(L, -2);
     lua_pushboolean(L, 1);
@@ -392,14 +398,23 @@ static void push_value(lua_State *L, const resp_value *v, int sp) {
 
 /* Commands a script may not call (redis' NOSCRIPT flag), by name or by
  * "container|sub". */
-static const char *const denied[] = {
-    "blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop",
-    "multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro",
-    "evalsha_ro", "fcall", "fcall_ro", "script", "function", "subscribe", "psubscribe",
-    "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor", "wait", "auth",
-    "hello", "quit", "reset", "save", "bgsave", "bgrewriteaof", "shutdown", "sync", "psync",
-    "replconf", "debug", "client", "config", "acl", "latency", "module", "failover",
-    "replicaof", "slaveof", "cluster|reset", NULL};
+static const char *const denied[] = {"blpop",       "brpop",         "brpoplpush",
+                                     "blmove",      "blmpop",        "bzpopmin",
+                                     "bzpopmax",    "bzmpop",        "multi",
+                                     "exec",        "discard",       "watch",
+                                     "unwatch",     "eval",          "evalsha",
+                                     "eval_ro",     "evalsha_ro",    "fcall",
+                                     "fcall_ro",    "script",        "function",
+                                     "subscribe",   "psubscribe",    "ssubscribe",
+                                     "unsubscribe", "punsubscribe",  "sunsubscribe",
+                                     "monitor",     "wait",          "auth",
+                                     "hello",       "quit",          "reset",
+                                     "save",        "bgsave",        "bgrewriteaof",
+                                     "shutdown",    "sync",          "psync",
+                                     "replconf",    "debug",         "client",
+                                     "config",      "acl",           "latency",
+                                     "module",      "failover",      "replicaof",
+                                     "slaveof",     "cluster|reset", NULL};
 
 static int is_denied(int argc, char **argv, const size_t *len) {
     char name[64];
@@ -429,7 +444,8 @@ static const char *run_command(script_engine *e, int argc, char **argv, size_t *
         return "Wrong number of args calling Redis command from script";
     if (d->flags & (CMD_NOQUEUE | CMD_NOSCRIPT))
         return "This Redis command is not allowed from script";
-    if (r->ro && (d->flags & CMD_WRITE)) return "Write commands are not allowed from read-only scripts.";
+    if (r->ro && (d->flags & CMD_WRITE))
+        return "Write commands are not allowed from read-only scripts.";
     cmd_ctx y = {.srv = e->srv,
                  .c = &e->fake,
                  .argc = argc,
@@ -603,15 +619,15 @@ static int l_log(lua_State *L) {
     char q[512];
     size_t n;
     const char *msg = lua_tolstring(L, -1, &n);
-    static const int lv[] = {KEEL_LOG_DEBUG, KEEL_LOG_INFO, KEEL_LOG_INFO,
-                                        KEEL_LOG_WARN};
+    static const int lv[] = {KEEL_LOG_DEBUG, KEEL_LOG_INFO, KEEL_LOG_INFO, KEEL_LOG_WARN};
     keel_log(lv[level], "script_log", "msg=%s", keel_log_quote(q, sizeof q, msg, n));
     return 0;
 }
 
 static int l_setresp(lua_State *L) {
     script_engine *e = g_engine;
-    if (!e || !e->run) return raise_error(L, "redis.setresp can only be called inside a script invocation");
+    if (!e || !e->run)
+        return raise_error(L, "redis.setresp can only be called inside a script invocation");
     if (lua_gettop(L) != 1) return raise_error(L, "redis.setresp() requires one argument.");
     int p = (int)lua_tonumber(L, 1);
     if (p != 2 && p != 3) return raise_error(L, "RESP version must be 2 or 3.");
@@ -623,10 +639,13 @@ static int l_setresp(lua_State *L) {
  * by command, so effects replication is always on. */
 static int l_set_repl(lua_State *L) {
     script_engine *e = g_engine;
-    if (!e || !e->run) return raise_error(L, "redis.set_repl can only be called inside a script invocation");
+    if (!e || !e->run)
+        return raise_error(L, "redis.set_repl can only be called inside a script invocation");
     if (lua_gettop(L) != 1) return raise_error(L, "redis.set_repl() requires two arguments.");
     int f = (int)lua_tonumber(L, 1);
-    if (f & ~3) return raise_error(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+    if (f & ~3)
+        return raise_error(
+            L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
     return 0;
 }
 
@@ -650,7 +669,8 @@ static int l_debug_noop(lua_State *L) {
 static int l_register_function(lua_State *L) {
     script_engine *e = g_engine;
     if (!e || !e->loading)
-        return raise_error(L, "redis.register_function can only be called on FUNCTION LOAD command");
+        return raise_error(L,
+                           "redis.register_function can only be called on FUNCTION LOAD command");
     int ro = 0;
     if (lua_gettop(L) == 1 && lua_istable(L, 1)) {
         lua_getfield(L, 1, "function_name");
@@ -722,10 +742,12 @@ static const char *const sandbox_lua =
     "local E, rawload, rawloadstring, rawgetfenv = ...\n"
     "local function fence(f, e) if f then setfenv(f, E) end return f, e end\n"
     "return function(s, name)\n"
-    "  if type(s) == 'string' and s:byte(1) == 27 then return nil, 'binary chunks are not allowed' end\n"
+    "  if type(s) == 'string' and s:byte(1) == 27 then return nil, 'binary chunks are not allowed' "
+    "end\n"
     "  return fence(rawloadstring(s, name))\n"
     "end, function(f, name)\n"
-    "  return fence(rawload(function() local s = f() if type(s) == 'string' and s:byte(1) == 27 then return nil end return s end, name))\n"
+    "  return fence(rawload(function() local s = f() if type(s) == 'string' and s:byte(1) == 27 "
+    "then return nil end return s end, name))\n"
     "end, function(f)\n"
     "  if f == nil then f = 1 end\n"
     "  if type(f) == 'number' and f > 0 then f = f + 1 end\n"
@@ -793,8 +815,8 @@ static int state_open(script_engine *e) {
     lua_call(L, 0, 1);
     lua_setglobal(L, "bit");
     register_redis(L);
-    static const char *const removed[] = {"dofile", "loadfile", "print", "require", "module",
-                                          "package", "os", "io", NULL};
+    static const char *const removed[] = {"dofile",  "loadfile", "print", "require", "module",
+                                          "package", "os",       "io",    NULL};
     for (int i = 0; removed[i]; i++) {
         lua_pushnil(L);
         lua_setglobal(L, removed[i]);
@@ -988,8 +1010,10 @@ static int shebang(const char *body, size_t n, int *flags, size_t *skip, char *e
             static const struct {
                 const char *name;
                 int flag;
-            } names[] = {{"no-writes", SF_NO_WRITES},   {"allow-oom", SF_ALLOW_OOM},
-                         {"allow-stale", SF_ALLOW_STALE}, {"no-cluster", SF_NO_CLUSTER},
+            } names[] = {{"no-writes", SF_NO_WRITES},
+                         {"allow-oom", SF_ALLOW_OOM},
+                         {"allow-stale", SF_ALLOW_STALE},
+                         {"no-cluster", SF_NO_CLUSTER},
                          {"allow-cross-slot-keys", SF_CROSS_SLOT}};
             size_t i = 0;
             while (i < sizeof names / sizeof *names && strcmp(f, names[i].name))
