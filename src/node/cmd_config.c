@@ -5,7 +5,7 @@
  * CONFIG GET, as redis does), a type that validates and normalises a value
  * with redis' own error texts, and one of four kinds:
  *
- *   LIVE       keel applies it (maxclients, loglevel);
+ *   LIVE       keel applies it (maxclients, loglevel, busy-reply-threshold);
  *   NOOP       accepted and reported, no effect on keel: redis-internal knobs
  *              (encoding thresholds, eviction, lazyfree, hz...) that keel's
  *              storage has no counterpart for; docs/compatibility.md lists them;
@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "node/cmdstats.h"
 #include "node/introspect.h"
+#include "node/script.h"
 
 #include <ctype.h>
 #include <fnmatch.h>
@@ -59,6 +60,8 @@ static const param params[] = {
     {"appendfsync", NULL, T_ENUM, K_FIXED, 0, 0, 0, "always,everysec,no", NULL, "--fsync"},
     {"loglevel", NULL, T_ENUM, K_LIVE, 0, 0, 0, "debug,verbose,notice,warning", "notice", NULL},
     {"requirepass", NULL, T_STR, K_IMMUTABLE, 0, 0, 0, NULL, NULL, NULL},
+    /* the script time limit (script.h) */
+    {"busy-reply-threshold", "lua-time-limit", T_INT, K_LIVE, 0, 0, LL_MAX, NULL, NULL, NULL},
     /* what keel is, and cannot change at runtime */
     {"cluster-enabled", NULL, T_BOOL, K_IMMUTABLE, 0, 0, 0, NULL, "yes", NULL},
     {"databases", NULL, T_INT, K_IMMUTABLE, 0, 1, INTMAX, NULL, "1", NULL},
@@ -142,7 +145,7 @@ static void live_value(const server *s, const param *p, char *out) {
         snprintf(out, VAL_MAX, "%s", store_fsync_name(s->cfg.fsync));
     else if (!strcmp(n, "requirepass"))
         snprintf(out, VAL_MAX, "%s", s->cfg.requirepass);
-    else
+    else if (!script_config_get(s, n, out, VAL_MAX)) /* busy-reply-threshold */
         out[0] = 0;
 }
 
@@ -278,8 +281,11 @@ static const param *lookup(const char *name, size_t *idx) {
     return NULL;
 }
 
-/* Applies a LIVE parameter's validated value. */
-static void apply_live(server *s, const param *p, const char *v) {
+/* Applies a LIVE parameter's validated value. Returns 0, or -1 if it could
+ * not be applied (the script engine could not start: out of memory). */
+static int apply_live(server *s, const param *p, const char *v) {
+    int bad = 0;
+    if (script_config_set(s, p->name, v, &bad)) return bad ? -1 : 0;
     if (!strcmp(p->name, "maxclients")) {
         s->cfg.maxclients = atoi(v);
         rserver_set_maxclients(s->rs, s->cfg.maxclients);
@@ -288,6 +294,7 @@ static void apply_live(server *s, const param *p, const char *v) {
         const char *kl = !strcmp(v, "warning") ? "warn" : !strcmp(v, "notice") ? "info" : "debug";
         if (!keel_log_parse_level(kl, &lvl)) keel_log_set_level(lvl);
     }
+    return 0;
 }
 
 /* ---- Commands ------------------------------------------------------------ */
@@ -355,8 +362,13 @@ void cmd_config_set(cmd_ctx *x) {
         return;
     }
     for (int i = 0; i < npairs; i++) { /* all valid: apply them together */
+        if (params[idx[i]].kind == K_LIVE && apply_live(x->srv, &params[idx[i]], newv[i])) {
+            /* only an allocation failure gets here; earlier pairs stay applied */
+            reply_errf(x, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+                       params[idx[i]].name, "out of memory");
+            return;
+        }
         memcpy(ps->val[idx[i]], newv[i], VAL_MAX);
-        if (params[idx[i]].kind == K_LIVE) apply_live(x->srv, &params[idx[i]], newv[i]);
     }
     reply_ok(x);
 }
@@ -390,6 +402,8 @@ void cmd_config_get(cmd_ctx *x) {
     }
     resp_w_map(x->out, x->proto, n);
     for (size_t i = 0; i < NPARAMS; i++) {
+        if (hit[i] && params[i].kind == K_LIVE && !params[i].def) /* read it where it lives */
+            live_value(x->srv, &params[i], ps->val[i]);
         if (hit[i] & 1) {
             resp_w_bulkstr(x->out, params[i].name);
             resp_w_bulkstr(x->out, ps->val[i]);

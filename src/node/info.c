@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "node/cmd.h"
 #include "node/cmdstats.h"
+#include "node/script.h"
 #include "node/move.h"
 
 #include <malloc.h>
@@ -85,12 +86,13 @@ static void info_memory(const server *s, kbuf *b) {
     kbuf_printf(b,
                 "# Memory\r\nused_memory:%llu\r\nused_memory_human:%s\r\n"
                 "used_memory_rss:%llu\r\nused_memory_rss_human:%s\r\nused_memory_peak:%llu\r\n"
-                "used_memory_peak_human:%s\r\nused_memory_lua:0\r\nused_memory_scripts:0\r\n"
+                "used_memory_peak_human:%s\r\n"
                 "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n"
                 "mem_fragmentation_ratio:%.2f\r\nmem_allocator:libc\r\nlazyfree_pending_objects:0\r\n"
                 "keel_store_bytes:%llu\r\n",
                 used, hu, rss, hr, peak, hp, used ? (double)rss / (double)used : 0.0,
                 (unsigned long long)store_total_bytes(s->st));
+    script_info_memory(s, b); /* script.h: used_memory_lua, number_of_cached_scripts */
 }
 
 static void info_replication(const server *s, kbuf *b) {

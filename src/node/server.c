@@ -17,6 +17,7 @@
 #include "net/http.h"
 #include "node/move.h"
 #include "node/multi.h"
+#include "node/script.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -341,6 +342,7 @@ fail:
     }
     uv_run(s->loop, UV_RUN_NOWAIT);
 done:
+    script_shutdown();
     if (s->epoch_log) fclose(s->epoch_log);
     kbuf_close(&s->first_map);
     cmdstats_free(s->cstats);

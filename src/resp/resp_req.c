@@ -268,8 +268,8 @@ static int step_start(resp_req *p, const char *buf, size_t len, size_t *pos) {
 static int step_mb_count(resp_req *p, const char *buf, size_t len, size_t *pos) {
     hdr_num *h = &p->num;
     /* Any negative count is an empty request, as in redis (ll <= 0). */
-    switch (hdr_parse(h, buf, len, pos, p->lim.max_args, (uint64_t)INT64_MAX + 1,
-                      p->lim.max_inline)) {
+    switch (
+        hdr_parse(h, buf, len, pos, p->lim.max_args, (uint64_t)INT64_MAX + 1, p->lim.max_inline)) {
     case HDR_MORE:
         return KEEL_EAGAIN;
     case HDR_TOOBIG:
