@@ -293,13 +293,31 @@ static const struct {
     {"sinterstore", "OW update", "RO access"}, {"sunionstore", "OW update", "RO access"},
     {"sdiffstore", "OW update", "RO access"},  {"watch", "RO", NULL},
     {"memory|usage", "RO", NULL},        {"object", "RO", NULL},
+    {"eval", "RW access update", NULL},  {"evalsha", "RW access update", NULL},
+    {"fcall", "RW access update", NULL}, {"lmpop", "RW access delete", NULL},
 };
+
+/* Commands whose keys may be absent (redis' CMD_NO_MANDATORY_KEYS): a bad
+ * key count gives GETKEYS an empty array rather than an error. */
+static int no_mandatory_keys(const char *full) {
+    static const char *const names[] = {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall",
+                                        "fcall_ro"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(names[i], full)) return 1;
+    return 0;
+}
 
 static const char *flags_for(const char *full, const cmd_def *d, int first) {
     for (size_t i = 0; i < sizeof key_flags / sizeof *key_flags; i++)
         if (!strcmp(key_flags[i].cmd, full))
             return first || !key_flags[i].rest ? key_flags[i].first : key_flags[i].rest;
     return d->flags & CMD_WRITE ? "RW access update" : "RO access";
+}
+
+/* 1 if d takes key arguments at all (redis' doesCommandHaveKeys). */
+static int has_key_args(const cmd_def *parent, const cmd_def *d) {
+    return d->keynum > 0 || d->first_key > 0 || !strcmp(d->name, "object") ||
+           (parent && !strcmp(parent->name, "memory") && !strcmp(d->name, "usage"));
 }
 
 /* Key positions in args[0..argc) (args[0] the command): writes up to cap
@@ -349,25 +367,27 @@ static void getkeys(cmd_ctx *x, int with_flags) {
         }
         parent = d, d = sub;
     }
-    if ((d->arity > 0 && argc != d->arity) || argc < -d->arity) {
-        reply_err(x, "ERR Invalid number of arguments specified for command");
-        return;
-    }
-    static int pos[4096];
-    int n = key_positions(parent, d, argc, argv, argvlen, pos, 4096);
-    if (n == -1) {
-        reply_err(x, "ERR The command has no key arguments");
-        return;
-    }
-    if (n < 0) {
-        reply_err(x, "ERR Invalid arguments specified for command");
-        return;
-    }
     char full[80];
     if (parent)
         snprintf(full, sizeof full, "%s|%s", parent->name, d->name);
     else
         snprintf(full, sizeof full, "%s", d->name);
+    /* redis' order: unknown command, no key arguments, then arity */
+    static int pos[4096];
+    if (!has_key_args(parent, d)) {
+        reply_err(x, "ERR The command has no key arguments");
+        return;
+    }
+    if ((d->arity > 0 && argc != d->arity) || argc < -d->arity) {
+        reply_err(x, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    int n = key_positions(parent, d, argc, argv, argvlen, pos, 4096);
+    if (n < 0 && no_mandatory_keys(full)) n = 0;
+    if (n < 0) {
+        reply_err(x, "ERR Invalid arguments specified for command");
+        return;
+    }
     resp_w_array(x->out, (size_t)n);
     for (int i = 0; i < n; i++) {
         if (!with_flags) {

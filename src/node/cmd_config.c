@@ -110,7 +110,7 @@ static const param params[] = {
     {"lfu-decay-time", NULL, T_INT, K_NOOP, 0, 0, INTMAX, NULL, "1", NULL},
     {"repl-backlog-size", NULL, T_MEM, K_NOOP, 0, 1, LL_MAX, NULL, "1048576", NULL},
     {"replica-read-only", "slave-read-only", T_BOOL, K_NOOP, 0, 0, 0, NULL, "yes", NULL},
-    {"hash-max-listpack-entries", "hash-max-ziplist-entries", T_MEM, K_NOOP, 0, 0, LL_MAX, NULL, "128", NULL},
+    {"hash-max-listpack-entries", "hash-max-ziplist-entries", T_MEM, K_NOOP, 0, 0, LL_MAX, NULL, "512", NULL},
     {"hash-max-listpack-value", "hash-max-ziplist-value", T_MEM, K_NOOP, 0, 0, LL_MAX, NULL, "64", NULL},
     {"set-max-intset-entries", NULL, T_MEM, K_NOOP, 0, 0, LL_MAX, NULL, "512", NULL},
     {"zset-max-listpack-entries", "zset-max-ziplist-entries", T_MEM, K_NOOP, 0, 0, LL_MAX, NULL, "128", NULL},
@@ -309,8 +309,8 @@ void cmd_config_set(cmd_ctx *x) {
         reply_err(x, "ERR out of memory");
         return;
     }
-    if (x->argc % 2 != 0) {
-        reply_err(x, "ERR wrong number of arguments for 'config|set' command");
+    if (x->argc % 2 != 0) { /* arity -4 is checked by cmd_dispatch */
+        reply_syntax(x);
         return;
     }
     int npairs = (x->argc - 2) / 2;
@@ -383,8 +383,12 @@ void cmd_config_get(cmd_ctx *x) {
         reply_err(x, "ERR out of memory");
         return;
     }
-    /* A name is listed once: hit[i] bit 1 = name, bit 2 = alias. */
+    /* A name is listed once: hit[i] bit 1 = name, bit 2 = alias. An exact
+     * (glob-free) name is listed as typed, as redis does. */
     unsigned char hit[NPARAMS] = {0};
+    const char *shown[NPARAMS][2];
+    for (size_t i = 0; i < NPARAMS; i++)
+        shown[i][0] = params[i].name, shown[i][1] = params[i].alias;
     size_t n = 0;
     for (int j = 2; j < x->argc; j++) {
         const char *pat = x->argv[j];
@@ -396,7 +400,9 @@ void cmd_config_get(cmd_ctx *x) {
                 if (!nm || (hit[i] & bit)) continue;
                 int m = has_glob(pat) ? !p->hidden && fnmatch(pat, nm, FNM_CASEFOLD) == 0
                                       : strcasecmp(pat, nm) == 0;
-                if (m) hit[i] |= bit, n++;
+                if (!m) continue;
+                hit[i] |= bit, n++;
+                if (!has_glob(pat)) shown[i][a] = pat;
             }
         }
     }
@@ -405,11 +411,11 @@ void cmd_config_get(cmd_ctx *x) {
         if (hit[i] && params[i].kind == K_LIVE && !params[i].def) /* read it where it lives */
             live_value(x->srv, &params[i], ps->val[i]);
         if (hit[i] & 1) {
-            resp_w_bulkstr(x->out, params[i].name);
+            resp_w_bulkstr(x->out, shown[i][0]);
             resp_w_bulkstr(x->out, ps->val[i]);
         }
         if (hit[i] & 2) {
-            resp_w_bulkstr(x->out, params[i].alias);
+            resp_w_bulkstr(x->out, shown[i][1]);
             resp_w_bulkstr(x->out, ps->val[i]);
         }
     }
