@@ -313,12 +313,14 @@ void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
     size_t before = x->out->len;
     uint64_t t0 = keel_mono_us();
     srv->handler_calls++;
+    int feed_first = monitor_feed_first(d); /* introspect.h */
+    if (feed_first) monitor_feed(x, d);
     d->fn(x);
     uint64_t us = keel_mono_us() - t0;
     int failed = x->out->len > before && x->out->p[before] == '-';
     cmdstats_call(srv, d, us, failed);
     if (failed) cmdstats_error(srv, x->out->p + before, x->out->len - before);
-    monitor_feed(x, d);
+    if (!feed_first) monitor_feed(x, d);
     metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, us);
     if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
         fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x->partition,

@@ -368,6 +368,14 @@ static void repr(kbuf *b, const char *p, size_t n) {
     kbuf_appendstr(b, "\"");
 }
 
+int monitor_feed_first(const cmd_def *d) {
+    static const char *const names[] = {"eval",  "evalsha", "eval_ro", "evalsha_ro",
+                                        "fcall", "fcall_ro"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(d->name, names[i])) return 1;
+    return 0;
+}
+
 void monitor_feed(cmd_ctx *x, const cmd_def *d) {
     struct monitor_list *m = x->srv->monitors;
     if (!m || !m->n || (d->flags & CMD_ADMIN)) return;

@@ -9,6 +9,10 @@
 /* Feeds an executed command to every MONITOR client but x's own (admin
  * commands are not shown). Cheap when there are no monitors. */
 void monitor_feed(cmd_ctx *x, const cmd_def *d);
+/* 1 if d is fed to monitors before it runs rather than after: the script
+ * commands (EVAL*, FCALL*), so that MONITOR shows them ahead of the
+ * commands their script calls, as redis does. */
+int monitor_feed_first(const cmd_def *d);
 /* rserver on_close: forgets c if it was a monitor. */
 void client_conn_closed(server *s, client *c);
 void monitors_free(struct monitor_list *m);
