@@ -97,13 +97,15 @@ static void write_command_info(cmd_ctx *x, const cmd_def *d, const char *parent)
     resp_w_array(x->out, 10);
     resp_w_bulkstr(x->out, name);
     resp_w_int(x->out, d->arity);
-    size_t nf = d->keynum > 0; /* movablekeys: the keys depend on the arguments */
+    /* movablekeys: the keys depend on the arguments (numkeys, SORT's STORE) */
+    int movable = d->keynum > 0 || !strcmp(d->name, "sort") || !strcmp(d->name, "sort_ro");
+    size_t nf = (size_t)movable;
     for (size_t i = 0; i < NFLAGS; i++)
         nf += (d->flags >> i) & 1;
     resp_w_set(x->out, x->proto, nf);
     for (size_t i = 0; i < NFLAGS; i++)
         if ((d->flags >> i) & 1) resp_w_simple(x->out, flag_names[i]);
-    if (d->keynum > 0) resp_w_simple(x->out, "movablekeys");
+    if (movable) resp_w_simple(x->out, "movablekeys");
     resp_w_int(x->out, d->first_key);
     resp_w_int(x->out, d->last_key);
     resp_w_int(x->out, d->key_step);
@@ -332,6 +334,20 @@ static int key_positions(const cmd_def *parent, const cmd_def *d, int argc, char
         if (argc < 3) return -1;
         pos[0] = 2;
         return 1;
+    }
+    if (!parent && !strcmp(d->name, "sort")) { /* the key, the last STORE's: sortGetKeys */
+        pos[n++] = 1;
+        int store = 0;
+        for (int i = 2; i < argc; i++) {
+            if (!strcasecmp(argv[i], "limit"))
+                i += 2;
+            else if (!strcasecmp(argv[i], "get") || !strcasecmp(argv[i], "by"))
+                i += 1;
+            else if (!strcasecmp(argv[i], "store") && i + 1 < argc)
+                store = i + 1; /* not skipped, as redis */
+        }
+        if (store && store < argc && n < cap) pos[n++] = store;
+        return n;
     }
     if (d->keynum > 0) {
         long long nk;

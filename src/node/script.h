@@ -57,6 +57,8 @@ void script_kill(cmd_ctx *x, int is_eval);
  * other clients' commands with script_reply_busy, except those for which
  * script_allowed_busy(d) is 1. */
 int script_busy(const server *s);
+/* 1 if c is the client a script's redis.call commands run as. */
+int script_is_caller(const server *s, const client *c);
 int script_allowed_busy(const cmd_def *parent, const cmd_def *d);
 void script_reply_busy(cmd_ctx *x);
 
