@@ -297,6 +297,7 @@ static const struct {
     {"memory|usage", "RO", NULL},        {"object", "RO", NULL},
     {"eval", "RW access update", NULL},  {"evalsha", "RW access update", NULL},
     {"fcall", "RW access update", NULL}, {"lmpop", "RW access delete", NULL},
+    {"restore", "OW update", NULL},
 };
 
 /* Commands whose keys may be absent (redis' CMD_NO_MANDATORY_KEYS): a bad

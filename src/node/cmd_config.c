@@ -119,6 +119,8 @@ static const param params[] = {
     {"list-compress-depth", NULL, T_INT, K_NOOP, 0, 0, INTMAX, NULL, "0", NULL},
     {"stream-node-max-bytes", NULL, T_MEM, K_NOOP, 0, 0, LL_MAX, NULL, "4096", NULL},
     {"stream-node-max-entries", NULL, T_INT, K_NOOP, 0, 0, LL_MAX, NULL, "100", NULL},
+    /* RESTORE always checks the whole payload (cmd_dump.c), whatever this says */
+    {"sanitize-dump-payload", NULL, T_ENUM, K_NOOP, 0, 0, 0, "no,yes,clients", "no", NULL},
     {"key-load-delay", NULL, T_INT, K_NOOP, 1, -INTMAX - 1, INTMAX, NULL, "0", NULL},
 };
 /* clang-format on */

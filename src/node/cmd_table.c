@@ -21,7 +21,7 @@ H(setex) H(psetex) H(getex) H(getrange) H(setrange) H(incrbyfloat) H(msetnx)
 H(setbit) H(getbit) H(bitcount) H(bitpos) H(lcs)
 H(expireat) H(pexpireat) H(expiretime) H(pexpiretime)
 H(config_set) H(function) H(memory) H(memory_usage) H(flushall) H(keys) H(scan) H(randomkey) H(type) H(touch) H(object) H(time)
-H(rename) H(renamenx) H(copy) H(sort) H(sort_ro)
+H(rename) H(renamenx) H(copy) H(sort) H(sort_ro) H(dump) H(restore)
 H(hset) H(hmset) H(hsetnx) H(hget) H(hmget) H(hdel) H(hlen) H(hstrlen) H(hexists)
 H(hincrby) H(hincrbyfloat) H(hkeys) H(hvals) H(hgetall) H(hscan) H(hrandfield)
 H(sadd) H(srem) H(scard) H(sismember) H(smismember) H(smembers) H(sscan)
@@ -237,6 +237,10 @@ const cmd_def cmd_table[] = {
      "were last accessed"},
     {"object", -2, R, 0, 0, 0, CLASS_READ, cmd_object, "keyspace",
      "A container for object introspection commands"},
+    {"dump", 2, R, 1, 1, 1, CLASS_READ, cmd_dump, "keyspace",
+     "Returns a serialized representation of the value stored at a key"},
+    {"restore", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "keyspace",
+     "Creates a key from the serialized representation of a value"},
     {"sort", -2, W, 1, 1, 1, CLASS_WRITE, cmd_sort, "keyspace",
      "Sorts the elements in a list, a set, or a sorted set, optionally storing the result"},
     {"sort_ro", -2, R, 1, 1, 1, CLASS_READ, cmd_sort_ro, "keyspace",

@@ -4,7 +4,9 @@
 # fresh redis-server, one server per file, and prints the [ok] counts side
 # by side. Not part of `make test`: `make compat` (FILES="unit/keyspace ...").
 #
-#   tests/compat/run.sh [KEEL_BINARY]   env: SUITE, FILES, PORT, OUT, ONLY=keel|redis
+#   tests/compat/run.sh [KEEL_BINARY]   env: SUITE, FILES, PORT, OUT, ONLY=keel|redis,
+#   BASEPORT (the suite's --baseport; its own client port is 32 below: set it
+#   apart when several runs share the machine)
 set -u
 KEEL=${1:-build/keel}
 SUITE=${SUITE:-../shared/redis-tests-7.0.15}
@@ -44,7 +46,7 @@ run_one() { # server file -> count
     if wait_port "$PORT"; then
         (cd "$OUT/suite" && timeout 900 ./runtest --host 127.0.0.1 --port "$PORT" --cluster-mode \
             --tags "$TAGS" --ignore-encoding --ignore-digest --durable --timeout 60 \
-            --single "$f") >"$log" 2>&1
+            ${BASEPORT:+--baseport "$BASEPORT"} --single "$f") >"$log" 2>&1
     else
         echo "server did not start" >"$log"
     fi
