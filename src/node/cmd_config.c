@@ -283,6 +283,13 @@ static const param *lookup(const char *name, size_t *idx) {
     return NULL;
 }
 
+const char *config_value(server *s, const char *name) {
+    struct param_state *ps = state(s);
+    size_t i;
+    if (!ps || !lookup(name, &i)) return NULL;
+    return ps->val[i];
+}
+
 /* Applies a LIVE parameter's validated value. Returns 0, or -1 if it could
  * not be applied (the script engine could not start: out of memory). */
 static int apply_live(server *s, const param *p, const char *v) {
@@ -372,6 +379,7 @@ void cmd_config_set(cmd_ctx *x) {
         }
         memcpy(ps->val[idx[i]], newv[i], VAL_MAX);
     }
+    x->srv->config_gen++;
     reply_ok(x);
 }
 

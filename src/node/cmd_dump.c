@@ -24,13 +24,14 @@
  * data format": fields out of order or repeated, a list whose index records
  * are not consecutive, a score that is not 8 bytes or is NaN, trailing
  * bytes), in redis' order. A TTL already past deletes the key (with
- * REPLACE) and replies +OK, as redis. IDLETIME and FREQ are validated as
- * redis does and otherwise have no effect: keel keeps no access clock.
+ * REPLACE) and replies +OK, as redis. IDLETIME and FREQ set the key's
+ * access clock (access.h) for OBJECT IDLETIME / OBJECT FREQ.
  * The key is written in one txn with db_copy_value (db.h), like COPY.
  */
 #include "node/cmd.h"
 #include "core/crc64.h"
 #include "core/err.h"
+#include "node/access.h"
 #include "node/db.h"
 
 #include <math.h>
@@ -173,6 +174,7 @@ static int parse_body(const unsigned char *p, size_t len, uint8_t *type, const c
 
 void cmd_restore(cmd_ctx *x) {
     int replace = 0, absttl = 0, have_idle = 0, have_freq = 0;
+    long long idle = 0, freq = 0;
     for (int j = 4; j < x->argc; j++) {
         int more = x->argc - j - 1;
         long long v;
@@ -189,7 +191,7 @@ void cmd_restore(cmd_ctx *x) {
                 reply_err(x, "ERR Invalid IDLETIME value, must be >= 0");
                 return;
             }
-            have_idle = 1, j++;
+            have_idle = 1, idle = v, j++;
         } else if (arg_is(x, j, "freq") && more >= 1 && !have_idle) {
             if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &v)) {
                 reply_not_int(x);
@@ -199,7 +201,7 @@ void cmd_restore(cmd_ctx *x) {
                 reply_err(x, "ERR Invalid FREQ value, must be >= 0 and <= 255");
                 return;
             }
-            have_freq = 1, j++;
+            have_freq = 1, freq = v, j++;
         } else {
             reply_syntax(x);
             return;
@@ -260,5 +262,11 @@ void cmd_restore(cmd_ctx *x) {
         rc = db_copy_value(x, t, &sv, &l, k, kl, ttl);
     }
     flist_free(&l);
-    if (db_finish(x, t, rc) == 0) reply_ok(x);
+    if (db_finish(x, t, rc)) return;
+    /* the clock is advisory: out of memory here leaves it unset, the key is written */
+    if (have_freq)
+        (void)access_set_freq(x, k, kl, (int)freq);
+    else
+        (void)access_set_idle(x, k, kl, idle);
+    reply_ok(x);
 }

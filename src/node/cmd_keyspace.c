@@ -12,9 +12,11 @@
 #include "core/clock.h"
 #include "core/crc16.h"
 #include "core/err.h"
+#include "node/access.h"
 #include "node/db.h"
 #include "node/ptable.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -263,7 +265,23 @@ static const char *string_encoding(const store_value *v) {
 }
 
 void cmd_object(cmd_ctx *x) {
-    if (arg_is(x, 1, "help") && x->argc == 2) {
+    int help = arg_is(x, 1, "help");
+    int enc = arg_is(x, 1, "encoding"), ref = arg_is(x, 1, "refcount"),
+        idle = arg_is(x, 1, "idletime"), freq = arg_is(x, 1, "freq");
+    if (!(help || enc || ref || idle || freq)) {
+        reply_errf(x, "ERR unknown subcommand '%.128s'. Try OBJECT HELP.", x->argv[1]);
+        return;
+    }
+    if (x->argc != (help ? 2 : 3)) { /* redis names the subcommand in lower case */
+        char sub[16];
+        size_t i = 0;
+        for (; x->argv[1][i] && i < sizeof sub - 1; i++)
+            sub[i] = (char)tolower((unsigned char)x->argv[1][i]);
+        sub[i] = 0;
+        reply_errf(x, "ERR wrong number of arguments for 'object|%s' command", sub);
+        return;
+    }
+    if (help) {
         static const char *help[] = {
             "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "ENCODING <key>",
@@ -283,15 +301,6 @@ void cmd_object(cmd_ctx *x) {
         resp_w_array(x->out, sizeof help / sizeof *help);
         for (size_t i = 0; i < sizeof help / sizeof *help; i++)
             resp_w_simple(x->out, help[i]);
-        return;
-    }
-    int enc = arg_is(x, 1, "encoding"), ref = arg_is(x, 1, "refcount"),
-        idle = arg_is(x, 1, "idletime"), freq = arg_is(x, 1, "freq");
-    if (!(enc || ref || idle || freq) || x->argc != 3) {
-        reply_errf(x,
-                   "ERR unknown subcommand or wrong number of arguments for '%s'. Try "
-                   "OBJECT HELP.",
-                   x->argv[1]);
         return;
     }
     /* OBJECT's key is argv[2]: route it here (the table cannot say so). */
@@ -316,12 +325,20 @@ void cmd_object(cmd_ctx *x) {
         if (v.type == STORE_T_ZSET) e = "skiplist";
         if (v.type == STORE_T_LIST) e = "quicklist";
         resp_w_bulkstr(x->out, e);
-    } else if (freq) {
+    } else if (freq && !access_lfu_mode(x->srv)) {
         reply_err(x, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
                      "Please note that when switching between policies at runtime LRU and LFU "
                      "data will take some time to adjust.");
+    } else if (freq) {
+        resp_w_int(x->out, access_freq(x, x->argv[2], x->argvlen[2]));
+    } else if (idle && access_lfu_mode(x->srv)) {
+        reply_err(x, "ERR An LFU maxmemory policy is selected, idle time not tracked. Please "
+                     "note that when switching between policies at runtime LRU and LFU data "
+                     "will take some time to adjust.");
+    } else if (idle) {
+        resp_w_int(x->out, access_idle_s(x, x->argv[2], x->argvlen[2]));
     } else {
-        resp_w_int(x->out, ref ? 1 : 0);
+        resp_w_int(x->out, 1); /* REFCOUNT */
     }
     store_value_release(&v);
 }

@@ -17,5 +17,8 @@ int monitor_feed_first(const cmd_def *d);
 void client_conn_closed(server *s, client *c);
 void monitors_free(struct monitor_list *m);
 void config_params_free(struct param_state *ps);
+/* The current value of CONFIG parameter `name` (its canonical name), or
+ * NULL if unknown or out of memory; valid until the next CONFIG SET. */
+const char *config_value(server *s, const char *name);
 
 #endif

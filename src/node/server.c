@@ -10,6 +10,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/failpoint.h"
+#include "node/access.h"
 #include "node/cluster.h"
 #include "node/cmd.h"
 #include "node/cmdstats.h"
@@ -348,6 +349,7 @@ done:
     cmdstats_free(s->cstats);
     config_params_free(s->params);
     monitors_free(s->monitors);
+    access_free(s->access);
     peerauth_secret_wipe(&s->secret);
     store_free(s->st);
     ptable_free(s->pt);
