@@ -1,5 +1,6 @@
-/* access.c - the per-key access clock (see access.h): an open hash table of
- * key -> (last access ms, LFU counter), halved when full. */
+/* access.c - the per-key access clock (see access.h): an open-addressing
+ * (linear probing) hash table of key -> (last access ms, LFU counter),
+ * growing to 2 * ACCESS_MAX slots, then evicting by sampling. */
 #include "node/access.h"
 #include "core/clock.h"
 #include "core/crc64.h"
@@ -55,38 +56,49 @@ static entry *find(struct access_table *t, const char *k, size_t kl) {
     }
 }
 
-static int cmp_last(const void *a, const void *b) {
-    int64_t x = ((const entry *)a)->last_ms, y = ((const entry *)b)->last_ms;
-    return (x > y) - (x < y);
-}
-
-/* Rehashes into a table of cap slots, keeping only the `keep` newest. */
-static int rebuild(struct access_table *t, size_t cap, size_t keep) {
+/* Rehashes every entry into a table of cap slots (growth only). */
+static int grow(struct access_table *t, size_t cap) {
     entry *old = t->e;
-    size_t oldcap = t->cap, n = 0;
-    entry *live = malloc((t->n + 1) * sizeof *live);
+    size_t oldcap = t->cap;
     entry *fresh = calloc(cap, sizeof *fresh);
-    if (!live || !fresh) {
-        free(live);
-        free(fresh);
-        return KEEL_ENOMEM;
-    }
+    if (!fresh) return KEEL_ENOMEM;
+    t->e = fresh, t->cap = cap;
     for (size_t i = 0; i < oldcap; i++)
-        if (old[i].key) live[n++] = old[i];
-    size_t drop = n > keep ? n - keep : 0;
-    if (drop) qsort(live, n, sizeof *live, cmp_last);
-    for (size_t i = 0; i < drop; i++) {
-        if (live[i].last_ms > t->floor_ms) t->floor_ms = live[i].last_ms;
-        free(live[i].key);
-    }
-    t->e = fresh, t->cap = cap, t->n = 0;
-    for (size_t i = drop; i < n; i++) {
-        *find(t, live[i].key, live[i].kl) = live[i];
-        t->n++;
-    }
-    free(live);
+        if (old[i].key) *find(t, old[i].key, old[i].kl) = old[i];
     free(old);
     return 0;
+}
+
+/* Removes slot i by backward shift (linear probing keeps no tombstones). */
+static void remove_at(struct access_table *t, size_t i) {
+    size_t mask = t->cap - 1;
+    free(t->e[i].key);
+    t->e[i].key = NULL;
+    t->n--;
+    for (size_t j = (i + 1) & mask; t->e[j].key; j = (j + 1) & mask) {
+        size_t home = hash(t->e[j].key, t->e[j].kl) & mask;
+        /* move j back to i unless its home lies cyclically in (i, j] */
+        int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (stays) continue;
+        t->e[i] = t->e[j];
+        t->e[j].key = NULL;
+        i = j;
+    }
+}
+
+/* Evicts the least recently used of a few sampled entries (redis' own
+ * eviction samples too): O(1), no pause. floor keeps the newest access
+ * evicted, so an absent key's idle time stays a lower bound. */
+static void evict_one(struct access_table *t) {
+    size_t mask = t->cap - 1, victim = t->cap;
+    for (int k = 0; k < 16; k++) {
+        size_t i = (size_t)rand() & mask;
+        while (!t->e[i].key)
+            i = (i + 1) & mask;
+        if (victim == t->cap || t->e[i].last_ms < t->e[victim].last_ms) victim = i;
+    }
+    if (t->e[victim].last_ms > t->floor_ms) t->floor_ms = t->e[victim].last_ms;
+    remove_at(t, victim);
 }
 
 /* The key's entry, created (at floor, LFU_INIT; *created = 1) if absent;
@@ -98,10 +110,11 @@ static entry *get_new(server *s, const char *k, size_t kl, int *created) {
     entry *e = find(t, k, kl);
     if (e->key) return e;
     *created = 1;
-    if (t->n + 1 > t->cap / 2) {
-        int rc = t->cap < 2 * ACCESS_MAX ? rebuild(t, t->cap * 2, t->n)
-                                         : rebuild(t, t->cap, ACCESS_MAX / 2);
-        if (rc) return NULL;
+    if (t->n >= ACCESS_MAX) {
+        evict_one(t);
+        e = find(t, k, kl);
+    } else if (t->n + 1 > t->cap / 2) {
+        if (grow(t, t->cap * 2)) return NULL;
         e = find(t, k, kl);
     }
     if (!(e->key = malloc(kl ? kl : 1))) return NULL;
@@ -112,6 +125,10 @@ static entry *get_new(server *s, const char *k, size_t kl, int *created) {
     e->lfu_ms = keel_wall_ms();
     t->n++;
     return e;
+}
+
+size_t access_count(const server *s) {
+    return s->access ? s->access->n : 0;
 }
 
 static entry *get(server *s, const char *k, size_t kl) {

@@ -9,11 +9,12 @@
  * (wall-clock ms) and an LFU counter updated as redis' LFULogIncr /
  * LFUDecrAndReturn (lfu-log-factor, lfu-decay-time from CONFIG).
  *
- * The table is bounded (ACCESS_MAX entries). When full, the older half is
- * dropped and `floor` remembers the newest access dropped; a key with no
- * entry was therefore last accessed at or before floor (or before the node
- * started), so its idle time is reported as now - floor: a lower bound, as
- * redis' own LRU clock is an approximation. Nothing here is persisted: a
+ * The table is bounded (ACCESS_MAX entries). When full, each new key
+ * evicts the least recently used of 16 sampled entries, and `floor`
+ * remembers the newest access evicted; a key with no entry was therefore
+ * last accessed at or before floor (or before the node started), so its
+ * idle time is reported as now - floor: a lower bound, as redis' own LRU
+ * clock is an approximation. Nothing here is persisted: a
  * restart or a move starts every key's clock at that moment.
  * Threads: the node's event loop only.
  */
@@ -42,6 +43,8 @@ int access_set_freq(cmd_ctx *x, const char *k, size_t kl, int freq);
 /* 1 if maxmemory-policy is an LFU one (then OBJECT FREQ answers and
  * OBJECT IDLETIME refuses, as redis). */
 int access_lfu_mode(server *s);
+/* Entries held (tests). */
+size_t access_count(const server *s);
 void access_free(struct access_table *t);
 
 #endif
