@@ -4,7 +4,7 @@
 # fresh redis-server, one server per file, and prints the [ok] counts side
 # by side. Not part of `make test`: `make compat` (FILES="unit/keyspace ...").
 #
-#   tests/compat/run.sh [KEEL_BINARY]   env: SUITE, FILES, PORT, OUT, ONLY=keel|redis,
+#   tests/compat/run.sh [KEEL_BINARY]   env: SUITE, FILES, PORT, OUT, ONLY=keel|redis, TAGS,
 #   BASEPORT (the suite's --baseport; its own client port is 32 below: set it
 #   apart when several runs share the machine)
 set -u
@@ -14,7 +14,7 @@ FILES=${FILES:-"unit/keyspace unit/type/string unit/type/incr unit/expire unit/t
 PORT=${PORT:-27100}
 OUT=${OUT:-/tmp/keel-compat.$$}
 ONLY=${ONLY:-}
-TAGS="-slow -needs:debug -needs:repl -needs:save -needs:config-maxmemory -needs:config-resetstat -needs:reset -needs:pfdebug"
+TAGS=${TAGS:-"-slow -needs:debug -needs:repl -needs:save -needs:config-maxmemory -needs:config-resetstat -needs:reset -needs:pfdebug"}
 if [ ! -d "$SUITE" ]; then
     echo "compat: $SUITE not found; skipping" >&2
     exit 0
