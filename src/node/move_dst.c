@@ -243,7 +243,6 @@ static void on_link_ready(void *arg) {
 
 static void on_link_down(void *arg, const char *why) {
     in_move *in = arg;
-    in->link = NULL; /* the environment closed it */
     if (in->phase == IN_APPLIED) return; /* nothing more to pull */
     dst_fail(in, "source-unreachable");
 }

@@ -42,7 +42,9 @@ typedef void (*move_reply_fn)(void *arg, void *tag, struct redisReply *r);
 
 typedef struct move_link_cbs {
     void (*on_ready)(void *arg);                  /* authenticated: requests may flow */
-    void (*on_down)(void *arg, const char *why); /* gone; no callback follows */
+    /* Gone: no callback follows, and sends fail; the owner still calls
+     * link_close. */
+    void (*on_down)(void *arg, const char *why);
 } move_link_cbs;
 
 typedef struct move_env {
@@ -79,8 +81,12 @@ typedef struct move_env {
     int (*install_map)(void *ctx, const char *json, size_t len, char *err, size_t cap);
     /* Runs a held call of connection conn again. */
     void (*resume)(void *ctx, void *conn);
-    /* Re-runs the client requests held for partition p (all when p < 0). */
+    /* Re-runs the client requests held for partition p (all when p < 0);
+     * with tryagain they are answered -TRYAGAIN. */
     void (*release_held)(void *ctx, long p, int tryagain);
+    /* Re-runs the held requests whose partition is no longer FENCED (a
+     * fence restored at start-up and settled by a map). */
+    void (*release_unfenced)(void *ctx);
 } move_env;
 
 /* One request to the engines. */
@@ -96,8 +102,7 @@ typedef struct move_call {
  * production never sets any). */
 enum {
     MOVE_MUT_FENCE_TIMER = 1 << 0,    /* S lifts the fence on its own after 50 ms */
-    MOVE_MUT_VERIFY_EARLY = 1 << 1,   /* D answers VERIFY before applying through f */
-    MOVE_MUT_NO_FENCE_RECORD = 1 << 2 /* S does not persist FENCED */
+    MOVE_MUT_NO_FENCE_RECORD = 1 << 1 /* S does not persist FENCED */
 };
 
 #endif
