@@ -1,6 +1,16 @@
 /* move.c - the move state machine: the coordinator's directives and the
- * partition states they drive (move_engine.h has the diagram; DESIGN.md §5,
- * §6; docs/moves.md has the whole flow).
+ * partition states they drive (DESIGN.md §5, §6; docs/moves.md has the
+ * whole flow).
+ *
+ *                 OUT                 FENCE                map gives p away
+ *   S: SERVING -------> OUTGOING -------------> FENCED ------------------> RETIRED --CLEANUP--> ABSENT
+ *                          |                      |
+ *                          +------- ABORT --------+--> SERVING
+ *
+ *                 IN                  map gives p here
+ *   D: ABSENT  -------> INCOMING -------------------------> SERVING
+ *      RETIRED             |
+ *                          +------- ABORT ----> ABSENT (copy dropped)
  *
  * This file owns the directive guard and argument checks (one table,
  * dcmds), the persisted partition records, restore after a restart and the
