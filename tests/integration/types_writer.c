@@ -27,10 +27,13 @@
  * been applied); a MOVED or TRYAGAIN reply is retried with the same SEQ (the
  * refused attempt was not applied). When it stops it prints
  *
- *     STAT writes=N ok=N moved=N tryagain=N errors=N ioerrors=N
+ *     STAT writes=N ok=N moved=N tryagain=N errors=N ioerrors=N max_us=N
  *     ERR <first error replies, at most 20 lines>
  *     A <key> <SEQ> <N>      one per acknowledged write (N: RPUSH's length, else 0)
  *     U <key> <SEQ>          one per write whose outcome is unknown
+ *
+ * max_us is the longest an acknowledged write took, redirections and retries
+ * included (what an application would see).
  *
  * Exits 0 after phase 2 (error replies are counted; the test judges them),
  * 1 if the preload failed, 2 on bad usage.
@@ -206,14 +209,13 @@ static int preload(const keyrec *k, const char *tag, long n) {
         }
         redisReply *r = run(k->slot, argc, argv, lens);
         long long want = k->type == T_LIST ? hi : hi - lo;
-        int ok = r && (k->type == T_STRING
-                           ? r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK")
-                           : r->type == REDIS_REPLY_INTEGER && r->integer == want);
+        int ok = r && (k->type == T_STRING ? r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK")
+                                           : r->type == REDIS_REPLY_INTEGER && r->integer == want);
         if (!ok) {
             fprintf(stderr, "types_writer: preload of %s %s at %ld: %s\n", type_names[k->type],
                     k->key, lo,
-                    !r ? "I/O error"
-                    : r->type == REDIS_REPLY_ERROR ? r->str
+                    !r                               ? "I/O error"
+                    : r->type == REDIS_REPLY_ERROR   ? r->str
                     : r->type == REDIS_REPLY_INTEGER ? "unexpected count"
                                                      : "unexpected reply type");
             rc = -1;
@@ -296,7 +298,7 @@ int main(int argc, char **argv) {
         char acked;
         long long seq, n;
     } *recs = malloc(cap * sizeof *recs);
-    long long seq = 0, writes = 0, ok = 0, errors = 0, ioerrors = 0;
+    long long seq = 0, writes = 0, ok = 0, errors = 0, ioerrors = 0, max_us = 0;
     char errs[MAXERR][200];
     int nerr = 0;
     struct stat sb;
@@ -315,16 +317,30 @@ int main(int argc, char **argv) {
         av[0] = cmds[k->type];
         av[1] = k->key;
         switch (k->type) {
-        case T_HASH: av[ac++] = field; av[ac++] = val; break;
-        case T_SET: av[ac++] = field; break;
-        case T_ZSET: av[ac++] = score; av[ac++] = field; break;
-        case T_LIST: av[ac++] = val; break;
-        case T_STRING: av[ac++] = val; break;
+        case T_HASH:
+            av[ac++] = field;
+            av[ac++] = val;
+            break;
+        case T_SET:
+            av[ac++] = field;
+            break;
+        case T_ZSET:
+            av[ac++] = score;
+            av[ac++] = field;
+            break;
+        case T_LIST:
+            av[ac++] = val;
+            break;
+        case T_STRING:
+            av[ac++] = val;
+            break;
         }
         for (int i = 0; i < ac; i++)
             al[i] = strlen(av[i]);
         writes++;
+        double t0 = now_s();
         redisReply *r = run(k->slot, ac, av, al);
+        long long us = (long long)((now_s() - t0) * 1e6);
         if (nrec == cap) {
             cap *= 2;
             recs = realloc(recs, cap * sizeof *recs);
@@ -337,20 +353,21 @@ int main(int argc, char **argv) {
             usleep(10000);
         } else if (acked(k->type, r)) {
             ok++;
-            recs[nrec++] = (struct rec){(unsigned)ki, 1, s,
-                                        k->type == T_LIST ? r->integer : 0};
+            if (us > max_us) max_us = us;
+            recs[nrec++] = (struct rec){(unsigned)ki, 1, s, k->type == T_LIST ? r->integer : 0};
         } else {
             errors++;
             if (nerr < MAXERR)
                 snprintf(errs[nerr++], sizeof errs[0], "%s %s: %.120s", av[0], k->key,
-                         r->type == REDIS_REPLY_ERROR ? r->str
+                         r->type == REDIS_REPLY_ERROR     ? r->str
                          : r->type == REDIS_REPLY_INTEGER ? "unexpected integer"
                                                           : "unexpected reply type");
         }
         if (r) freeReplyObject(r);
     }
-    printf("STAT writes=%lld ok=%lld moved=%lld tryagain=%lld errors=%lld ioerrors=%lld\n",
-           writes, ok, n_moved, n_tryagain, errors, ioerrors);
+    printf("STAT writes=%lld ok=%lld moved=%lld tryagain=%lld errors=%lld ioerrors=%lld "
+           "max_us=%lld\n",
+           writes, ok, n_moved, n_tryagain, errors, ioerrors, max_us);
     for (int i = 0; i < nerr; i++)
         printf("ERR %s\n", errs[i]);
     for (size_t i = 0; i < nrec; i++) {
