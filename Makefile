@@ -72,6 +72,7 @@ demo: build
 
 bench: build
 	@./bench/node_vs_redis
+	@./bench/types
 	@./bench/planner
 	@./bench/move
 	@./bench/rebalance_vs_redis
