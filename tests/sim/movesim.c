@@ -158,6 +158,7 @@ typedef struct cmove {
 typedef struct ctag {
     cmove *m;
     int kind;
+    uint64_t inc; /* the coordinator incarnation that sent it */
 } ctag;
 
 /* ---- Clients and the oracle ----------------------------------------------------- */
@@ -198,6 +199,8 @@ struct sim {
     acked *acks;
     size_t nacks, capacks;
     uint64_t slow_until, fault_end, end;
+    uint64_t coord_down_until; /* the coordinator process is down until then */
+    uint64_t coord_inc;        /* its incarnation: replies to an older one are lost */
     int stopping;
 };
 
@@ -1075,13 +1078,14 @@ static void cm_commit(sim *w, cmove *m) {
 static int coord_send(sim *w, cmove *m, int node, int kind, int argc, const char **argv) {
     sconn *c = w->cconn[node];
     ctag *t = keep(w, sizeof *t);
-    t->m = m, t->kind = kind;
+    t->m = m, t->kind = kind, t->inc = w->coord_inc;
     if (!c || conn_send(c, NULL, t, argc, argv)) return -1;
     m->busy = 1;
     return 0;
 }
 
-enum { D_OUT, D_IN, D_FENCE, D_VERIFY, D_COMMIT_D, D_COMMIT_S, D_CLEANUP, D_ABORT_S, D_ABORT_D };
+enum { D_OUT, D_IN, D_FENCE, D_VERIFY, D_COMMIT_D, D_COMMIT_S, D_CLEANUP, D_ABORT_S, D_ABORT_D,
+       D_RATE };
 
 static int is_err(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR;
@@ -1090,6 +1094,7 @@ static int is_err(const redisReply *r) {
 static void coord_reply(sim *w, void *tag, redisReply *r) {
     ctag *t = tag;
     cmove *m = t->m;
+    if (t->inc != w->coord_inc) return; /* sent by a coordinator that has since restarted */
     m->busy = 0;
     if (!r) return; /* the connection broke: the step retries */
     switch (t->kind) {
@@ -1137,6 +1142,8 @@ static void coord_reply(sim *w, void *tag, redisReply *r) {
         else if (t->kind == D_COMMIT_S) m->commit_s = 1;
         else cm_set(w, m, CM_DONE), w->r->moves_done++;
         return;
+    case D_RATE:
+        return;
     case D_ABORT_S:
     case D_ABORT_D:
         if (m->state != CM_ABORTED) return;
@@ -1153,6 +1160,7 @@ static void coord_reply(sim *w, void *tag, redisReply *r) {
 }
 
 static void coord_report(sim *w, ev *e) {
+    if (w->now < w->coord_down_until) return; /* nobody listens */
     const char *argv[9] = {0};
     const char *p = e->data.p;
     int argc = (int)e->u;
@@ -1228,7 +1236,14 @@ static void cm_step(sim *w, cmove *m) {
         return;
     case CM_COPYING:
     case CM_CATCHUP:
-        if (idle > STALL_MS * 1000ull) cm_abort(w, m, "stalled");
+        if (idle > STALL_MS * 1000ull) {
+            cm_abort(w, m, "stalled");
+        } else if (chance(w, 20)) { /* the budget changes (KEEL.MOVE.RATE) */
+            char r2[24];
+            num(r2, rnd_in(w, RATE / 4, RATE * 4));
+            const char *a[] = {"KEEL.MOVE.RATE", "1", id, r2};
+            if (coord_send(w, m, m->from, D_RATE, 4, a) == 0) m->busy = 0; /* fire and forget */
+        }
         return;
     case CM_FENCED:
         if (w->now - m->state_at > FENCE_TIMEOUT_MS * 1000ull) {
@@ -1285,8 +1300,37 @@ static int active_moves(sim *w, unsigned *busy_p) {
     return n;
 }
 
+/* The coordinator process restarts: its links and in-memory halves of
+ * moves are gone; the durable states stay. As coord_move.c does at start,
+ * every move not yet COMMITTED aborts (coordinator-restart). */
+static void coord_crash(sim *w) {
+    w->coord_inc++; /* replies to the old process are lost */
+    trace(w, "coord: CRASH");
+    for (int i = 0; i < w->n; i++)
+        if (w->cconn[i]) conn_down(w, w->cconn[i], "coordinator-crashed");
+}
+
+static void coord_restart(sim *w) {
+    trace(w, "coord: RESTART");
+    for (cmove *m = w->moves; m; m = m->next) {
+        m->busy = 0;
+        if (m->state < CM_COMMITTED) cm_abort(w, m, "coordinator-restart");
+        if (m->state == CM_COMMITTED) m->commit_d = m->commit_s = 0;
+        if (m->state == CM_ABORTED) m->abort_s = m->abort_d = 0;
+    }
+}
+
 static void coord_tick(sim *w, ev *e) {
     (void)e;
+    if (w->now < w->coord_down_until) {
+        ev *t = ev_new(w, K_COORD_TICK, w->coord_down_until, -1, coord_tick);
+        schedule(w, t);
+        return;
+    }
+    if (w->coord_down_until && w->coord_down_until <= w->now) {
+        w->coord_down_until = 0;
+        coord_restart(w);
+    }
     /* (Re)connect to every node. */
     for (int i = 0; i < w->n; i++)
         if (!w->cconn[i] || w->cconn[i]->state >= C_DOWN) w->cconn[i] = conn_open(w, -1, i);
@@ -1386,6 +1430,11 @@ static void ev_fault(sim *w, ev *e) {
         if (n->up && nodes_down(w) == 0) n->fail_next_sync = 1;
         break;
     default:
+        if (chance(w, 300) && !w->coord_down_until) {
+            w->coord_down_until = w->now + rnd_in(w, 100000, 1500000);
+            coord_crash(w);
+            w->r->coord_restarts++;
+        }
         break;
     }
     w->r->faults++;

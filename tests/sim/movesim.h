@@ -49,7 +49,7 @@ typedef struct movesim_result {
     uint64_t sim_ms;  /* simulated time at the end */
     unsigned moves_done, moves_aborted, moves_started;
     uint64_t writes_acked, reads_checked, faults;
-    unsigned crashes, restarts, drops, pauses, clock_steps, disk_errors;
+    unsigned crashes, restarts, drops, pauses, clock_steps, disk_errors, coord_restarts;
 } movesim_result;
 
 /* Runs one simulation. Returns 0 (see r->violation) or -1 if the simulator

@@ -28,10 +28,10 @@
 #ifdef KEEL_SANITIZED
 #define CI_SEEDS 6 /* the ASan build runs the same code, slower */
 #else
-#define CI_SEEDS 16
+#define CI_SEEDS 20
 #endif
 
-#define MUTATION_SEEDS 16 /* a broken protocol must be caught within these */
+#define MUTATION_SEEDS 20 /* a broken protocol must be caught within these */
 
 static unsigned ci_seeds(void) {
     const char *e = getenv("MOVESIM_SEEDS");
