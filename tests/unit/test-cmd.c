@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "core/crc16.h"
+#include "node/access.h"
 #include "node/cmd.h"
+#include "node/cmdstats.h"
+#include "node/introspect.h"
 #include "node/multi.h"
 
 typedef struct fixture {
@@ -55,6 +58,9 @@ static int teardown(void **state) {
     multi_conn_closed(&f->srv, &f->c);
     free(f->c.user);
     multi_server_free(&f->srv);
+    access_free(f->srv.access);
+    config_params_free(f->srv.params);
+    cmdstats_free(f->srv.cstats);
     store_free(f->srv.st);
     ptable_free(f->srv.pt);
     metrics_free(f->srv.mx);
@@ -452,13 +458,79 @@ static void watch_cas(void **state) {
     kbuf_close(&c2.out);
 }
 
+/* SORT, DUMP/RESTORE and OBJECT's clock through dispatch (keys tagged {k},
+ * a slot this node serves). */
+static void sort_dump_object(void **state) {
+    fixture *f = *state;
+    EXPECT(f, "RPUSH {k}l 3 1 2", ":3\r\n");
+    EXPECT(f, "SORT {k}l", "*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n");
+    EXPECT(f, "SORT {k}l DESC LIMIT 0 2", "*2\r\n$1\r\n3\r\n$1\r\n2\r\n");
+    EXPECT(f, "SORT {k}l BY nosort", "*3\r\n$1\r\n3\r\n$1\r\n1\r\n$1\r\n2\r\n");
+    EXPECT(f, "SORT {k}l STORE {k}d", ":3\r\n");
+    EXPECT(f, "LRANGE {k}d 0 -1", "*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n");
+    EXPECT(f, "SORT {k}l STORE k2", "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+    EXPECT(f, "SORT_RO {k}l STORE {k}d", "-ERR syntax error\r\n");
+    EXPECT(f, "MSET {k}w_1 30 {k}w_2 10 {k}w_3 20", "+OK\r\n");
+    EXPECT(f, "SORT {k}l BY {k}w_* GET #", "*3\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n1\r\n");
+    EXPECT(f, "SORT {k}l BY w_*",
+           "-ERR BY option of SORT denied in Cluster mode unless the pattern starts with a hash "
+           "tag of the sorted key's slot\r\n");
+    EXPECT(f, "SADD {k}s b a x", ":3\r\n");
+    EXPECT(f, "SORT {k}s", "-ERR One or more scores can't be converted into double\r\n");
+    EXPECT(f, "SORT {k}s ALPHA DESC", "*3\r\n$1\r\nx\r\n$1\r\nb\r\n$1\r\na\r\n");
+    EXPECT(f, "SET {k}str v", "+OK\r\n");
+    EXPECT(f, "SORT {k}str",
+           "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+
+    /* DUMP a list, RESTORE it elsewhere: the payload is binary, so dispatch it directly */
+    (void)run(f, "DUMP {k}l"); /* binary: read f->c.out, not run's C string */
+    const char *r = f->c.out.p;
+    assert_int_equal(r[0], '$');
+    char *end;
+    long n = strtol(r + 1, &end, 10);
+    assert_true(n > 10 && end[0] == '\r');
+    char payload[256];
+    assert_true((size_t)n < sizeof payload);
+    memcpy(payload, end + 2, (size_t)n);
+    char *argv[4] = {"RESTORE", "{k}r", "0", payload};
+    size_t lens[4] = {7, 4, 1, (size_t)n};
+    f->c.out.len = 0;
+    cmd_dispatch(&f->srv, &f->c, 4, argv, lens);
+    assert_int_equal(f->c.out.len, 5);
+    assert_memory_equal(f->c.out.p, "+OK\r\n", 5);
+    EXPECT(f, "LRANGE {k}r 0 -1", "*3\r\n$1\r\n3\r\n$1\r\n1\r\n$1\r\n2\r\n");
+    f->c.out.len = 0;
+    cmd_dispatch(&f->srv, &f->c, 4, argv, lens);
+    EXPECT(f, "PING", "+PONG\r\n");
+    payload[n - 1] ^= 1; /* the CRC's last byte */
+    argv[1] = "{k}r2";
+    lens[1] = 5;
+    f->c.out.len = 0;
+    cmd_dispatch(&f->srv, &f->c, 4, argv, lens);
+    const char *want = "-ERR DUMP payload version or checksum are wrong\r\n";
+    assert_int_equal(f->c.out.len, strlen(want));
+    assert_memory_equal(f->c.out.p, want, strlen(want));
+    EXPECT(f, "RESTORE {k}l 0 xxxxxxxxxxxx", "-BUSYKEY Target key name already exists.\r\n");
+    EXPECT(f, "DUMP {k}nosuch", "$-1\r\n");
+
+    EXPECT(f, "OBJECT IDLETIME {k}l", ":0\r\n");
+    EXPECT(f, "OBJECT IDLETIME {k}nosuch", "$-1\r\n");
+    EXPECT(f, "OBJECT FREQ {k}l",
+           "-ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please "
+           "note that when switching between policies at runtime LRU and LFU data will take "
+           "some time to adjust.\r\n");
+    EXPECT(f, "CONFIG SET maxmemory-policy allkeys-lfu", "+OK\r\n");
+    EXPECT(f, "OBJECT FREQ {k}w_1", ":5\r\n");
+    EXPECT(f, "CONFIG SET maxmemory-policy noeviction", "+OK\r\n");
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(strings_basic),   T(set_options),     T(counters),     T(expiry),
         T(multi_and_swap),  T(dispatch_errors), T(auth),         T(wrongtype),
         T(resp3),           T(cluster_views),   T(command_info), T(multi_exec_basic),
-        T(multi_execabort), T(watch_cas),
+        T(multi_execabort), T(watch_cas),       T(sort_dump_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
