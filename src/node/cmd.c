@@ -11,6 +11,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "node/access.h"
+#include "node/slowlog.h"
 #include "node/cmdstats.h"
 #include "node/introspect.h"
 #include "node/move.h"
@@ -323,6 +324,7 @@ void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
     if (failed) cmdstats_error(srv, x->out->p + before, x->out->len - before);
     if (!feed_first) monitor_feed(x, d);
     if (has_keys) access_touch_cmd(x, d); /* access.h: OBJECT IDLETIME/FREQ */
+    slowlog_record(x, d, us);              /* slowlog.h */
     metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, us);
     if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
         fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x->partition,

@@ -5,7 +5,8 @@
  * CONFIG GET, as redis does), a type that validates and normalises a value
  * with redis' own error texts, and one of four kinds:
  *
- *   LIVE       keel applies it (maxclients, loglevel, busy-reply-threshold);
+ *   LIVE       keel applies it (maxclients, loglevel, busy-reply-threshold,
+ *              slowlog-*);
  *   NOOP       accepted and reported, no effect on keel: redis-internal knobs
  *              (encoding thresholds, eviction, lazyfree, hz...) that keel's
  *              storage has no counterpart for; docs/compatibility.md lists them;
@@ -120,6 +121,8 @@ static const param params[] = {
     {"stream-node-max-bytes", NULL, T_MEM, K_NOOP, 0, 0, LL_MAX, NULL, "4096", NULL},
     {"stream-node-max-entries", NULL, T_INT, K_NOOP, 0, 0, LL_MAX, NULL, "100", NULL},
     /* RESTORE always checks the whole payload (cmd_dump.c), whatever this says */
+    {"slowlog-log-slower-than", NULL, T_INT, K_LIVE, 0, -1, LL_MAX, NULL, "10000", NULL},
+    {"slowlog-max-len", NULL, T_INT, K_LIVE, 0, 0, LL_MAX, NULL, "128", NULL},
     {"sanitize-dump-payload", NULL, T_ENUM, K_NOOP, 0, 0, 0, "no,yes,clients", "no", NULL},
     {"key-load-delay", NULL, T_INT, K_NOOP, 1, -INTMAX - 1, INTMAX, NULL, "0", NULL},
 };

@@ -22,6 +22,7 @@ H(setbit) H(getbit) H(bitcount) H(bitpos) H(lcs)
 H(expireat) H(pexpireat) H(expiretime) H(pexpiretime)
 H(config_set) H(function) H(memory) H(memory_usage) H(flushall) H(keys) H(scan) H(randomkey) H(type) H(touch) H(object) H(time)
 H(rename) H(renamenx) H(copy) H(sort) H(sort_ro) H(dump) H(restore)
+H(slowlog) H(slowlog_get) H(slowlog_len) H(slowlog_reset) H(slowlog_help)
 H(hset) H(hmset) H(hsetnx) H(hget) H(hmget) H(hdel) H(hlen) H(hstrlen) H(hexists)
 H(hincrby) H(hincrbyfloat) H(hkeys) H(hvals) H(hgetall) H(hscan) H(hrandfield)
 H(sadd) H(srem) H(scard) H(sismember) H(smismember) H(smembers) H(sscan)
@@ -82,6 +83,17 @@ static const cmd_def config_subs[] = {{"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMI
                                       {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_config_help,
                                        "server", "Returns helpful text about the different subcommands"},
                                       END};
+
+static const cmd_def slowlog_subs[] = {
+    {"get", -2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_slowlog_get, "server",
+     "Returns the slow log's entries"},
+    {"len", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_slowlog_len, "server",
+     "Returns the number of entries in the slow log"},
+    {"reset", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_slowlog_reset, "server",
+     "Clears all entries from the slow log"},
+    {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_slowlog_help, "server",
+     "Show helpful text about the different subcommands"},
+    END};
 
 /* keel has no functions: FUNCTION FLUSH has nothing to do (the test
  * harness sends it before every block). */
@@ -430,6 +442,8 @@ const cmd_def cmd_table[] = {
      "Listens for all requests received by the server in real-time"},
     {"info", -1, 0, 0, 0, 0, CLASS_ADMIN, cmd_info, "server",
      "Returns information and statistics about the server"},
+    {"slowlog", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_slowlog, "server",
+     "A container for slow log commands", slowlog_subs},
     {"config", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_config, "server",
      "A container for server configuration commands", config_subs},
     {"command", -1, 0, 0, 0, 0, CLASS_ADMIN, cmd_command, "server",

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/failpoint.h"
 #include "node/access.h"
+#include "node/slowlog.h"
 #include "node/cluster.h"
 #include "node/cmd.h"
 #include "node/cmdstats.h"
@@ -350,6 +351,7 @@ done:
     config_params_free(s->params);
     monitors_free(s->monitors);
     access_free(s->access);
+    slowlog_free(s->slowlog);
     peerauth_secret_wipe(&s->secret);
     store_free(s->st);
     ptable_free(s->pt);
