@@ -11,6 +11,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "node/access.h"
+#include "node/latency.h"
 #include "node/slowlog.h"
 #include "node/cmdstats.h"
 #include "node/introspect.h"
@@ -325,6 +326,7 @@ void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
     if (!feed_first) monitor_feed(x, d);
     if (has_keys) access_touch_cmd(x, d); /* access.h: OBJECT IDLETIME/FREQ */
     slowlog_record(x, d, us);              /* slowlog.h */
+    latency_record(x, d, us);              /* latency.h */
     metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, us);
     if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
         fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x->partition,

@@ -122,6 +122,7 @@ static const param params[] = {
     {"stream-node-max-entries", NULL, T_INT, K_NOOP, 0, 0, LL_MAX, NULL, "100", NULL},
     /* RESTORE always checks the whole payload (cmd_dump.c), whatever this says */
     {"slowlog-log-slower-than", NULL, T_INT, K_LIVE, 0, -1, LL_MAX, NULL, "10000", NULL},
+    {"latency-monitor-threshold", NULL, T_INT, K_LIVE, 0, 0, LL_MAX, NULL, "0", NULL},
     {"slowlog-max-len", NULL, T_INT, K_LIVE, 0, 0, LL_MAX, NULL, "128", NULL},
     {"sanitize-dump-payload", NULL, T_ENUM, K_NOOP, 0, 0, 0, "no,yes,clients", "no", NULL},
     {"key-load-delay", NULL, T_INT, K_NOOP, 1, -INTMAX - 1, INTMAX, NULL, "0", NULL},

@@ -23,6 +23,8 @@ H(expireat) H(pexpireat) H(expiretime) H(pexpiretime)
 H(config_set) H(function) H(memory) H(memory_usage) H(flushall) H(keys) H(scan) H(randomkey) H(type) H(touch) H(object) H(time)
 H(rename) H(renamenx) H(copy) H(sort) H(sort_ro) H(dump) H(restore)
 H(slowlog) H(slowlog_get) H(slowlog_len) H(slowlog_reset) H(slowlog_help)
+H(latency) H(latency_latest) H(latency_history) H(latency_reset) H(latency_doctor)
+H(latency_histogram) H(latency_help)
 H(hset) H(hmset) H(hsetnx) H(hget) H(hmget) H(hdel) H(hlen) H(hstrlen) H(hexists)
 H(hincrby) H(hincrbyfloat) H(hkeys) H(hvals) H(hgetall) H(hscan) H(hrandfield)
 H(sadd) H(srem) H(scard) H(sismember) H(smismember) H(smembers) H(sscan)
@@ -93,6 +95,21 @@ static const cmd_def slowlog_subs[] = {
      "Clears all entries from the slow log"},
     {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_slowlog_help, "server",
      "Show helpful text about the different subcommands"},
+    END};
+
+static const cmd_def latency_subs[] = {
+    {"latest", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_latency_latest, "server",
+     "Returns the latest latency samples for all events"},
+    {"history", 3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_latency_history, "server",
+     "Returns timestamp-latency samples for an event"},
+    {"reset", -2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_latency_reset, "server",
+     "Resets the latency data for one or more events"},
+    {"doctor", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_latency_doctor, "server",
+     "Returns a human-readable latency analysis report"},
+    {"histogram", -2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_latency_histogram, "server",
+     "Returns the cumulative distribution of latencies of a subset or all commands"},
+    {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_latency_help, "server",
+     "Returns helpful text about the different subcommands"},
     END};
 
 /* keel has no functions: FUNCTION FLUSH has nothing to do (the test
@@ -442,6 +459,8 @@ const cmd_def cmd_table[] = {
      "Listens for all requests received by the server in real-time"},
     {"info", -1, 0, 0, 0, 0, CLASS_ADMIN, cmd_info, "server",
      "Returns information and statistics about the server"},
+    {"latency", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_latency, "server",
+     "A container for latency diagnostics commands", latency_subs},
     {"slowlog", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_slowlog, "server",
      "A container for slow log commands", slowlog_subs},
     {"config", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_config, "server",

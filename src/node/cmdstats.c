@@ -10,9 +10,12 @@
 #define CS_SLOTS 1024 /* > 2x the commands and subcommands keel has */
 #define ES_MAX 128    /* distinct error codes kept, as redis' 128 */
 
+#define HIST_BUCKETS 24 /* bucket k: calls under 2^k us (the last: the rest) */
+
 typedef struct cs_ent {
     const cmd_def *d;
     uint64_t calls, usec, rejected, failed;
+    uint64_t hist[HIST_BUCKETS];
 } cs_ent;
 
 typedef struct es_ent {
@@ -52,6 +55,37 @@ void cmdstats_call(server *s, const cmd_def *d, uint64_t us, int failed) {
     e->calls++;
     e->usec += us;
     e->failed += failed != 0;
+    size_t k = 0;
+    while (k + 1 < HIST_BUCKETS && us >= (1ull << k))
+        k++;
+    e->hist[k]++;
+}
+
+uint64_t cmdstats_calls(server *s, const cmd_def *d) {
+    if (!s->cstats) return 0;
+    cs_ent *e = slot_of(s, d);
+    return e ? e->calls : 0;
+}
+
+void cmdstats_write_histogram(cmd_ctx *x, const cmd_def *d) {
+    cs_ent *e = slot_of(x->srv, d);
+    uint64_t zero[HIST_BUCKETS] = {0};
+    const uint64_t *h = e ? e->hist : zero;
+    resp_w_map(x->out, x->proto, 2);
+    resp_w_bulkstr(x->out, "calls");
+    resp_w_int(x->out, e ? (long long)e->calls : 0);
+    resp_w_bulkstr(x->out, "histogram_usec");
+    size_t n = 0;
+    for (size_t k = 0; k < HIST_BUCKETS; k++)
+        n += h[k] != 0;
+    resp_w_map(x->out, x->proto, n);
+    uint64_t cum = 0;
+    for (size_t k = 0; k < HIST_BUCKETS; k++) {
+        if (!h[k]) continue;
+        cum += h[k];
+        resp_w_int(x->out, 1ll << k);
+        resp_w_int(x->out, (long long)cum);
+    }
 }
 
 void cmdstats_rejected(server *s, const cmd_def *d) {

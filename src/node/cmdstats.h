@@ -28,6 +28,12 @@ void cmdstats_reset(server *s);
 void cmdstats_info_commands(server *s, kbuf *b);
 void cmdstats_info_errors(server *s, kbuf *b);
 uint64_t cmdstats_total_errors(const server *s);
+/* Calls of d since the last RESETSTAT. */
+uint64_t cmdstats_calls(server *s, const cmd_def *d);
+/* LATENCY HISTOGRAM's value for d: {calls, histogram_usec: {2^k: calls
+ * under 2^k us, cumulative}}, only the buckets that hold calls (redis
+ * reports its HDR histogram's power-of-2 buckets the same way). */
+void cmdstats_write_histogram(cmd_ctx *x, const cmd_def *d);
 void cmdstats_free(struct cmdstats *cs);
 
 #endif

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/failpoint.h"
 #include "node/access.h"
+#include "node/latency.h"
 #include "node/slowlog.h"
 #include "node/cluster.h"
 #include "node/cmd.h"
@@ -352,6 +353,7 @@ done:
     monitors_free(s->monitors);
     access_free(s->access);
     slowlog_free(s->slowlog);
+    latency_free(s->latency);
     peerauth_secret_wipe(&s->secret);
     store_free(s->st);
     ptable_free(s->pt);

@@ -58,6 +58,7 @@ typedef struct server {
     struct monitor_list *monitors; /* MONITOR clients (cmd_client.c), lazily */
     struct access_table *access;   /* OBJECT IDLETIME/FREQ clock (access.c), lazily */
     struct slowlog *slowlog;       /* SLOWLOG (slowlog.c), lazily */
+    struct latency_mon *latency;   /* LATENCY events (latency.c), lazily */
     unsigned config_gen;           /* bumped by every applied CONFIG SET */
     uint64_t handler_calls;        /* handlers run (cmd_call), for cmd_dispatch */
     uint64_t hb_lat_prev[HISTOGRAM_BUCKETS + 1]; /* latency counts at the last heartbeat */
