@@ -43,6 +43,11 @@
  * short (redis refuses the type byte before reading on; msgpack-c's parser
  * stops for lack of bytes, and its state says it stopped inside one).
  *
+ * Known differences: keel's sandbox libraries (cjson, bit, redis, _G...)
+ * are read-only proxies, empty tables with an __index, so packing one of
+ * them gives an empty array where redis packs its functions as a map of
+ * nils; the module table has no _COPYRIGHT field (this is not redis' code).
+ *
  * Threads: only the thread that owns the Lua state; the module keeps one
  * process-wide scratch buffer and decoder context (the node runs one Lua
  * state, on the loop thread).
