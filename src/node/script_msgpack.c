@@ -33,7 +33,7 @@
 #include <msgpack/unpack.h> /* the MSGPACK_UNPACK_* codes */
 #include <msgpack/unpack_define.h>
 
-#define MP_MAX_NESTING 16 /* tables nested deeper pack as nil (redis) */
+#define MP_MAX_NESTING 16          /* tables nested deeper pack as nil (redis) */
 #define MP_SCRATCH_KEEP (1u << 20) /* scratch buffer kept between calls */
 
 static const char STACK_MSG[] =
@@ -53,8 +53,7 @@ static void check_write(lua_State *L, int rc) {
 
 /* (int64_t)n == n without the undefined conversion of an out-of-range n. */
 static int is_int64(lua_Number n) {
-    return n >= -9223372036854775808.0 && n < 9223372036854775808.0 &&
-           (lua_Number)(int64_t)n == n;
+    return n >= -9223372036854775808.0 && n < 9223372036854775808.0 && (lua_Number)(int64_t)n == n;
 }
 
 static void pack_number(lua_State *L, msgpack_packer *pk) {
@@ -84,8 +83,8 @@ static int table_is_array(lua_State *L) {
     while (lua_next(L, -2)) {
         lua_pop(L, 1);
         lua_Number n;
-        if (lua_type(L, -1) != LUA_TNUMBER || (n = lua_tonumber(L, -1)) <= 0 ||
-            n > INT_MAX || floor(n) != n) {
+        if (lua_type(L, -1) != LUA_TNUMBER || (n = lua_tonumber(L, -1)) <= 0 || n > INT_MAX ||
+            floor(n) != n) {
             lua_settop(L, top);
             return 0;
         }
@@ -118,7 +117,7 @@ static void pack_table(lua_State *L, msgpack_packer *pk, int level) {
     check_write(L, msgpack_pack_map(pk, len));
     lua_pushnil(L);
     while (lua_next(L, -2)) { /* ... key value */
-        lua_pushvalue(L, -2);  /* ... key value key */
+        lua_pushvalue(L, -2); /* ... key value key */
         pack_value(L, pk, level + 1);
         pack_value(L, pk, level + 1);
     }
@@ -129,13 +128,21 @@ static void pack_value(lua_State *L, msgpack_packer *pk, int level) {
     int t = lua_type(L, -1);
     if (t == LUA_TTABLE && level == MP_MAX_NESTING) t = LUA_TNIL;
     switch (t) {
-    case LUA_TSTRING: pack_string(L, pk); break;
+    case LUA_TSTRING:
+        pack_string(L, pk);
+        break;
     case LUA_TBOOLEAN:
         check_write(L, lua_toboolean(L, -1) ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
         break;
-    case LUA_TNUMBER: pack_number(L, pk); break;
-    case LUA_TTABLE: pack_table(L, pk, level); break;
-    default: check_write(L, msgpack_pack_nil(pk)); break;
+    case LUA_TNUMBER:
+        pack_number(L, pk);
+        break;
+    case LUA_TTABLE:
+        pack_table(L, pk, level);
+        break;
+    default:
+        check_write(L, msgpack_pack_nil(pk));
+        break;
     }
     lua_pop(L, 1);
 }
@@ -189,21 +196,37 @@ static inline int push_num(lua_State *L, lua_Number n) {
     return 0;
 }
 
-static inline int kmp_cb_uint8(lua_State **u, uint8_t d, kmp_obj *o) { return push_num(*u, d); }
-static inline int kmp_cb_uint16(lua_State **u, uint16_t d, kmp_obj *o) { return push_num(*u, d); }
-static inline int kmp_cb_uint32(lua_State **u, uint32_t d, kmp_obj *o) { return push_num(*u, d); }
+static inline int kmp_cb_uint8(lua_State **u, uint8_t d, kmp_obj *o) {
+    return push_num(*u, d);
+}
+static inline int kmp_cb_uint16(lua_State **u, uint16_t d, kmp_obj *o) {
+    return push_num(*u, d);
+}
+static inline int kmp_cb_uint32(lua_State **u, uint32_t d, kmp_obj *o) {
+    return push_num(*u, d);
+}
 /* redis pushes a uint 64 through lua_Integer: 2^63 and above wrap negative. */
 static inline int kmp_cb_uint64(lua_State **u, uint64_t d, kmp_obj *o) {
     return push_num(*u, (lua_Number)(int64_t)d);
 }
-static inline int kmp_cb_int8(lua_State **u, int8_t d, kmp_obj *o) { return push_num(*u, d); }
-static inline int kmp_cb_int16(lua_State **u, int16_t d, kmp_obj *o) { return push_num(*u, d); }
-static inline int kmp_cb_int32(lua_State **u, int32_t d, kmp_obj *o) { return push_num(*u, d); }
+static inline int kmp_cb_int8(lua_State **u, int8_t d, kmp_obj *o) {
+    return push_num(*u, d);
+}
+static inline int kmp_cb_int16(lua_State **u, int16_t d, kmp_obj *o) {
+    return push_num(*u, d);
+}
+static inline int kmp_cb_int32(lua_State **u, int32_t d, kmp_obj *o) {
+    return push_num(*u, d);
+}
 static inline int kmp_cb_int64(lua_State **u, int64_t d, kmp_obj *o) {
     return push_num(*u, (lua_Number)d);
 }
-static inline int kmp_cb_float(lua_State **u, float d, kmp_obj *o) { return push_num(*u, d); }
-static inline int kmp_cb_double(lua_State **u, double d, kmp_obj *o) { return push_num(*u, d); }
+static inline int kmp_cb_float(lua_State **u, float d, kmp_obj *o) {
+    return push_num(*u, d);
+}
+static inline int kmp_cb_double(lua_State **u, double d, kmp_obj *o) {
+    return push_num(*u, d);
+}
 
 static inline int kmp_cb_nil(lua_State **u, kmp_obj *o) {
     need_slot(*u);
@@ -248,19 +271,16 @@ static inline int kmp_cb_map_item(lua_State **u, kmp_obj *c, kmp_obj k, kmp_obj 
     lua_settable(*u, -3);
     return 0;
 }
-static inline int kmp_cb_str(lua_State **u, const char *b, const char *p, unsigned l,
-                             kmp_obj *o) {
+static inline int kmp_cb_str(lua_State **u, const char *b, const char *p, unsigned l, kmp_obj *o) {
     need_slot(*u);
     lua_pushlstring(*u, p, l);
     return 0;
 }
 /* redis' cmsgpack knows no bin or ext type: "Bad data format". */
-static inline int kmp_cb_bin(lua_State **u, const char *b, const char *p, unsigned l,
-                             kmp_obj *o) {
+static inline int kmp_cb_bin(lua_State **u, const char *b, const char *p, unsigned l, kmp_obj *o) {
     return MSGPACK_UNPACK_PARSE_ERROR;
 }
-static inline int kmp_cb_ext(lua_State **u, const char *b, const char *p, unsigned l,
-                             kmp_obj *o) {
+static inline int kmp_cb_ext(lua_State **u, const char *b, const char *p, unsigned l, kmp_obj *o) {
     return MSGPACK_UNPACK_PARSE_ERROR;
 }
 

@@ -81,8 +81,7 @@ static void pack_floats(void **st) {
 static void pack_strings_and_tables(void **st) {
     assert_string_equal(run("return hex(cmsgpack.pack(''))"), "a0");
     assert_string_equal(run("return hex(cmsgpack.pack(string.rep('x', 32)):sub(1, 2))"), "d920");
-    assert_string_equal(run("return hex(cmsgpack.pack(string.rep('x', 256)):sub(1, 3))"),
-                        "da0100");
+    assert_string_equal(run("return hex(cmsgpack.pack(string.rep('x', 256)):sub(1, 3))"), "da0100");
     assert_string_equal(run("return hex(cmsgpack.pack(string.rep('x', 65536)):sub(1, 5))"),
                         "db00010000");
     assert_string_equal(run("return hex(cmsgpack.pack({}))"), "90");
@@ -110,11 +109,11 @@ static void unpack_offsets(void **st) {
                             "return table.concat({cmsgpack.unpack_limit(s, 2, 1)}, ',')"),
                         "3,2,3");
     /* limit 0 without offset is unpack: no offset first. */
-    assert_string_equal(run("return table.concat({cmsgpack.unpack_limit(cmsgpack.pack(7, 8), 0)}, ',')"),
-                        "7,8");
+    assert_string_equal(
+        run("return table.concat({cmsgpack.unpack_limit(cmsgpack.pack(7, 8), 0)}, ',')"), "7,8");
     /* uint 64 wraps through lua_Integer as in redis. */
-    assert_string_equal(run("return cmsgpack.unpack('\\207\\255\\255\\255\\255\\255\\255\\255\\255')"),
-                        "-1");
+    assert_string_equal(
+        run("return cmsgpack.unpack('\\207\\255\\255\\255\\255\\255\\255\\255\\255')"), "-1");
     assert_string_equal(run("local t = cmsgpack.unpack('\\222\\0\\1\\161k\\202\\63\\192\\0\\0')"
                             " return t.k"),
                         "1.5");
@@ -135,9 +134,10 @@ static void errors(void **st) {
                            "Invalid request to unpack with offset of -1 and limit of 2."));
     assert_non_null(strstr(run("cmsgpack.unpack_one('\\1\\2', 3)"),
                            "Start offset 3 greater than input length 2."));
-    assert_non_null(strstr(run("cmsgpack.unpack_limit('\\1')"), "bad argument #2 to 'unpack_limit'"));
-    assert_non_null(strstr(run("cmsgpack.unpack(string.rep('\\1', 9000))"),
-                           "too many return values at once"));
+    assert_non_null(
+        strstr(run("cmsgpack.unpack_limit('\\1')"), "bad argument #2 to 'unpack_limit'"));
+    assert_non_null(
+        strstr(run("cmsgpack.unpack(string.rep('\\1', 9000))"), "too many return values at once"));
     assert_non_null(strstr(run("cmsgpack.unpack(string.rep('\\145', 9000))"),
                            "in function mp_decode_to_lua_array"));
     assert_non_null(strstr(run("cmsgpack.unpack(string.rep('\\129', 9000))"), "stack overflow"));
