@@ -21,7 +21,8 @@
  *       input."; a byte that is no type cmsgpack knows (0xc1, bin and ext
  *       types): "Bad data format in input."; more values than the Lua
  *       stack holds (about 8000): "stack overflow (too many return values
- *       at once; use unpack_one or unpack_limit instead.)".
+ *       at once; use unpack_one or unpack_limit instead.)" (or "... (in
+ *       function mp_decode_to_lua_array)" when arrays nest that deep).
  *   Fields _NAME, _VERSION, _DESCRIPTION as redis' module has them.
  *
  * Encoding, as redis chooses it (so the bytes are redis' bytes):
