@@ -59,6 +59,7 @@ typedef struct me {
     mapstore_setting *settings; /* sorted by name */
     size_t ns;
     mapstore_etcd_stats st;
+    int is_move_commit; /* the commit under way is mapstore_move_commit's (failpoints) */
 } me;
 
 static const mapstore_ops etcd_ops;
@@ -442,6 +443,9 @@ static int load_kv(const char *prefix, const char *key, const char *val, int64_t
         m->meta_rev = mod_rev;
         return rc ? keel_errf(err, cap, rc, "%s: malformed", key) : 0;
     }
+    if (strncmp(rest, "node/", 5) && strncmp(rest, "move/", 5) && strncmp(rest, "set/", 4) &&
+        strncmp(rest, "parts/", 6))
+        return 0; /* not the map's (a future leader key, say) */
     cJSON *o = cJSON_Parse(val);
     if (!o) return keel_errf(err, cap, KEEL_ECORRUPT, "%s: not JSON", key);
     if (!strncmp(rest, "node/", 5)) {
@@ -468,7 +472,7 @@ static int load_kv(const char *prefix, const char *key, const char *val, int64_t
             rc = KEEL_ECORRUPT;
         else
             rc = chunk_parse(o, m->parts, m->meta.partitions, (unsigned)k);
-    } /* other keys (a future leader key, say) are not the map's */
+    }
     cJSON_Delete(o);
     if (rc == KEEL_ENOMEM) return keel_errf(err, cap, rc, "out of memory");
     return rc ? keel_errf(err, cap, rc, "%s: malformed", key) : 0;
@@ -685,8 +689,8 @@ static int tx_settle(mapstore *ms, me *e, const me_meta *nm, int64_t old_rev, co
     tx_put(&t, k, meta_text(&fence));
     int applied = 0, have_seen = 0;
     int64_t rev = 0, seen_rev = 0;
-    int rc = t.oom ? KEEL_ENOMEM
-                   : tx_send(e, &t, ETCD_FAULT_NONE, &applied, &rev, &seen, &have_seen, &seen_rev);
+    int fault = FAILPOINT("mapstore.etcd.fence.drop") == FP_ERROR ? ETCD_FAULT_DROP : 0;
+    int rc = t.oom ? KEEL_ENOMEM : tx_send(e, &t, fault, &applied, &rev, &seen, &have_seen, &seen_rev);
     cJSON_Delete(t.body);
     if (rc == 0 && applied) {
         e->meta = fence;
@@ -732,9 +736,11 @@ static int tx_commit(mapstore *ms, me *e, me_tx *t, const me_meta *nm) {
         cJSON_Delete(t->body);
         return rc;
     }
-    if (FAILPOINT("mapstore.etcd.drop") == FP_ERROR)
+    if (FAILPOINT("mapstore.etcd.drop") == FP_ERROR ||
+        (e->is_move_commit && FAILPOINT("mapstore.etcd.move_commit.drop") == FP_ERROR))
         fault = ETCD_FAULT_DROP;
-    else if (FAILPOINT("mapstore.etcd.lose_reply") == FP_ERROR)
+    else if (FAILPOINT("mapstore.etcd.lose_reply") == FP_ERROR ||
+             (e->is_move_commit && FAILPOINT("mapstore.etcd.move_commit.lose_reply") == FP_ERROR))
         fault = ETCD_FAULT_LOSE_REPLY;
     int applied = 0, have_seen = 0;
     int64_t rev = 0, seen_rev = 0, old_rev = e->meta_rev;
@@ -1149,7 +1155,10 @@ static int me_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *e
     c.at_ms[MAPSTORE_MOVE_COMMITTED] = now_ms;
     snprintf(np.owner, sizeof np.owner, "%s", c.to);
     np.epoch++;
-    if ((rc = put_move(ms, e, &c, &np, &nm))) return rc;
+    e->is_move_commit = 1;
+    rc = put_move(ms, e, &c, &np, &nm);
+    e->is_move_commit = 0;
+    if (rc) return rc;
     if (epoch) *epoch = np.epoch;
     if (version) *version = nm.version;
     return 0;

@@ -45,6 +45,10 @@
  *   mapstore.commit            error: fail with KEEL_EIO before sending
  *   mapstore.etcd.drop         error: lose the request (it never applies)
  *   mapstore.etcd.lose_reply   error: send it, lose the answer (it applied)
+ *   mapstore.etcd.move_commit.drop, mapstore.etcd.move_commit.lose_reply
+ *                              the same, for mapstore_move_commit only
+ *   mapstore.etcd.fence.drop   error: lose the settling fence too, so the
+ *                              call returns KEEL_EUNKNOWN
  */
 #ifndef KEEL_MAPSTORE_ETCD_H
 #define KEEL_MAPSTORE_ETCD_H
