@@ -7,7 +7,9 @@
  * NODES, PARTITIONS) to operators over RESP on the same port.
  *
  * On-disk layout of --dir:
- *   map.db          the map store (mapstore_sqlite)
+ *   map.db          the map store (mapstore_sqlite), unless --etcd
+ *   etcd.cluster    with --etcd: the id of the cluster made by --init, which
+ *                   the map under --etcd-prefix must have (mapstore_etcd)
  *   cluster.secret  32 random bytes as hex, mode 0600 (peerauth)
  *
  * Threads: one libuv loop thread.
@@ -29,6 +31,9 @@ typedef struct coord_config {
     char bind[64];         /* --bind, default 127.0.0.1 */
     char requirepass[256]; /* --requirepass */
     int log_level;
+    char etcd[1024];       /* --etcd URL[,URL...]: the map store on etcd; "" = SQLite */
+    char etcd_prefix[129]; /* --etcd-prefix, default MAPSTORE_ETCD_DEFAULT_PREFIX */
+    int etcd_timeout_ms;   /* --etcd-timeout-ms, default MAPSTORE_ETCD_DEFAULT_TIMEOUT_MS */
 } coord_config;
 
 void coord_config_default(coord_config *c);
