@@ -21,6 +21,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_elect.h"
 #include "coord/detector.h"
 #include "coord/mapstore_etcd.h"
 #include "core/clock.h"
@@ -158,6 +159,13 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
                 return snprintf(err, cap, "--etcd-prefix must be 1..128 bytes ending in '/'"),
                        KEEL_EINVAL;
             snprintf(c->etcd_prefix, sizeof c->etcd_prefix, "%s", v);
+        } else if (!strcmp(a, "--id")) {
+            if (!*v || strlen(v) >= sizeof c->id)
+                return snprintf(err, cap, "bad --id"), KEEL_EINVAL;
+            snprintf(c->id, sizeof c->id, "%s", v);
+        } else if (!strcmp(a, "--lease-ttl-s")) {
+            if (int_arg(a, v, 2, 60, &x, err, cap)) return KEEL_EINVAL;
+            c->lease_ttl_s = (int)x;
         } else if (!strcmp(a, "--etcd-timeout-ms")) {
             if (int_arg(a, v, 100, 60000, &x, err, cap)) return KEEL_EINVAL;
             c->etcd_timeout_ms = (int)x;
@@ -171,6 +179,8 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
     }
     if (!c->dir[0]) return snprintf(err, cap, "--dir is required"), KEEL_EINVAL;
     if (!c->init && !c->port) return snprintf(err, cap, "--port is required"), KEEL_EINVAL;
+    if (!c->etcd[0] && (c->id[0] || c->lease_ttl_s))
+        return snprintf(err, cap, "--id and --lease-ttl-s need --etcd"), KEEL_EINVAL;
     if (!c->etcd[0] && (c->etcd_prefix[0] || c->etcd_timeout_ms))
         return snprintf(err, cap, "--etcd-prefix and --etcd-timeout-ms need --etcd"), KEEL_EINVAL;
     if (c->http_port && c->http_port == c->port)
@@ -185,7 +195,8 @@ const char *coord_usage(void) {
            "ETCD (the map store on etcd instead of DIR/map.db; DIR keeps the secret and keys):\n"
            "       --etcd http://HOST:PORT[,...] [--etcd-prefix /keel/NAME/]\n"
            "       [--etcd-timeout-ms MS]   (prefix default " MAPSTORE_ETCD_DEFAULT_PREFIX
-           ", timeout 2000)\n";
+           ", timeout 2000)\n"
+           "       [--id C [--lease-ttl-s S]]   several coordinators, one leader (default TTL 3)\n";
 }
 
 static void paths(const coord_config *c, char *db, char *secret, size_t cap) {
@@ -647,6 +658,9 @@ const kbuf *coord_map_json(coord *co) {
 
 /* ---- Run ----------------------------------------------------------------- */
 
+/* --id: the election (coord_elect.h); NULL without it. One per process. */
+static coord_elect *elect;
+
 static void on_signal(uv_signal_t *sig, int signum) {
     coord *co = sig->data;
     if (co->stopping) return;
@@ -663,9 +677,30 @@ static void on_signal(uv_signal_t *sig, int signum) {
     uv_close((uv_handle_t *)&co->clock_timer, NULL);
     uv_close((uv_handle_t *)&co->sigint, NULL);
     uv_close((uv_handle_t *)&co->sigterm, NULL);
+    coord_elect_unwatch(elect);
 }
 
 static const rserver_ops coord_ops = {.dispatch = coord_dispatch, .on_close = coord_conn_closed};
+
+
+/* Starts the election and waits, as a standby, until this process leads.
+ * Nothing is opened or bound before: a standby holds no port. */
+static int become_leader(const coord_config *c, char *err, size_t cap) {
+    char addr[COORD_ELECT_ADDR_MAX + 1];
+    snprintf(addr, sizeof addr, "%s:%d", c->bind, c->port);
+    coord_elect_config ec = {c->etcd, c->etcd_prefix[0] ? c->etcd_prefix : NULL, c->id, addr,
+                             c->lease_ttl_s};
+    int rc = coord_elect_start(&ec, &elect, err, cap);
+    if (rc) return rc;
+    keel_log(KEEL_LOG_INFO, "election_started", "id=%s addr=%s", c->id, addr);
+    while (!coord_elect_wait(elect, 5000)) {
+        coord_elect_view v;
+        coord_elect_get(elect, &v);
+        keel_log(KEEL_LOG_INFO, "election_waiting", "id=%s leader=%s leader_addr=%s", c->id,
+                 v.leader_id[0] ? v.leader_id : "?", v.leader_addr[0] ? v.leader_addr : "?");
+    }
+    return 0;
+}
 
 static int coord_open(coord *co, char *err, size_t cap) {
     char db[PATH_MAX + 16], sec[PATH_MAX + 16];
@@ -678,6 +713,12 @@ static int coord_open(coord *co, char *err, size_t cap) {
         return rc;
     }
     if (rc) return rc;
+    if (elect) { /* every write from now on needs the leader key to be ours */
+        coord_elect_view v;
+        coord_elect_get(elect, &v);
+        if (!v.leading) return snprintf(err, cap, "lost the election while opening"), KEEL_ENOTLEADER;
+        if ((rc = mapstore_etcd_set_guard(co->ms, v.create_rev))) return rc;
+    }
     if ((rc = peerauth_secret_load(sec, &co->secret, err, cap))) return rc;
     char key[PATH_MAX + 16], pub[PATH_MAX + 16];
     key_paths(&co->cfg, key, pub, sizeof key);
@@ -715,6 +756,7 @@ int coord_run(const coord_config *cfg) {
     signal(SIGPIPE, SIG_IGN);
     int status = 1;
     if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail;
+    if (cfg->id[0] && become_leader(cfg, err, sizeof err)) goto fail;
     if (coord_open(co, err, sizeof err)) goto fail;
     rserver_config rc = {.bind = cfg->bind,
                          .port = cfg->port,
@@ -752,6 +794,10 @@ int coord_run(const coord_config *cfg) {
     co->sigint.data = co->sigterm.data = co;
     uv_signal_start(&co->sigint, on_signal, SIGINT);
     uv_signal_start(&co->sigterm, on_signal, SIGTERM);
+    if (elect && coord_elect_watch(elect, co->loop)) {
+        snprintf(err, sizeof err, "cannot watch the election");
+        goto fail;
+    }
     keel_log(KEEL_LOG_INFO, "coord_listen",
              "cluster=%s addr=%s:%d term=%llu version=%llu partitions=%u http_port=%d",
              mapstore_cluster_id(co->ms), cfg->bind, cfg->port, (unsigned long long)co->term,
@@ -766,6 +812,8 @@ fail:
     coord_dash_stop(co);
     uv_run(co->loop, UV_RUN_NOWAIT);
 done:
+    coord_elect_stop(elect); /* a leader resigns: a standby takes over at once */
+    elect = NULL;
     coord_moves_stop(co);
     coord_dash_free(co);
     free(co->mv);

@@ -34,6 +34,8 @@ typedef struct coord_config {
     char etcd[1024];       /* --etcd URL[,URL...]: the map store on etcd; "" = SQLite */
     char etcd_prefix[129]; /* --etcd-prefix, default MAPSTORE_ETCD_DEFAULT_PREFIX */
     int etcd_timeout_ms;   /* --etcd-timeout-ms, default MAPSTORE_ETCD_DEFAULT_TIMEOUT_MS */
+    char id[65];           /* --id C: leader election among coordinators (coord_elect.h) */
+    int lease_ttl_s;       /* --lease-ttl-s, default COORD_ELECT_DEFAULT_TTL_S */
 } coord_config;
 
 void coord_config_default(coord_config *c);

@@ -60,6 +60,8 @@ typedef struct me {
     size_t ns;
     mapstore_etcd_stats st;
     int is_move_commit; /* the commit under way is mapstore_move_commit's (failpoints) */
+    int64_t guard_rev;  /* > 0: writes also need PREFIX "leader" created at this revision */
+    int not_leader;     /* the last refused txn failed on guard_rev */
 } me;
 
 static const mapstore_ops etcd_ops;
@@ -625,6 +627,24 @@ static void tx_begin(me *e, me_tx *t, int64_t rev) {
     if (!cmp || !t->ok || !fail || !etcd_cmp(cmp, k, "MOD", "EQUAL", rev) ||
         !etcd_op_get(fail, k))
         t->oom = 1;
+    if (e->guard_rev) { /* responses[1] of the failure branch: the leader key */
+        snprintf(k, sizeof k, "%sleader", e->prefix);
+        if (!etcd_cmp(cmp, k, "CREATE", "EQUAL", e->guard_rev) || !etcd_op_get(fail, k))
+            t->oom = 1;
+    }
+}
+
+/* After a refused txn of a guarded handle: 1 if the leader key is not ours
+ * any more (absent, or created at another revision). */
+static int guard_lost(const me *e, const cJSON *reply) {
+    if (!e->guard_rev) return 0;
+    const cJSON *kvs = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(reply, "responses"), 1),
+            "response_range"),
+        "kvs");
+    const cJSON *kv = cJSON_GetArrayItem(kvs, 0);
+    return !kv || etcd_json_i64(kv, "create_revision") != e->guard_rev;
 }
 
 static void tx_put(me_tx *t, const char *key, char *value /* taken */) {
@@ -647,6 +667,7 @@ static int tx_send(me *e, me_tx *t, int fault, int *applied, int64_t *rev, me_me
     char *txt = cJSON_PrintUnformatted(t->body);
     cJSON *r = NULL;
     *have_seen = 0;
+    e->not_leader = 0;
     if (!txt) return KEEL_ENOMEM;
     int rc = etcd_post_ex(e->c, "/v3/kv/txn", txt, fault, &r);
     free(txt);
@@ -661,6 +682,7 @@ static int tx_send(me *e, me_tx *t, int fault, int *applied, int64_t *rev, me_me
             cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "responses"), 0),
             "response_range");
         *have_seen = rr && meta_from_range(rr, seen, seen_rev) == 0;
+        e->not_leader = guard_lost(e, r);
     }
     cJSON_Delete(r);
     return *rev > 0 ? 0 : KEEL_EPROTO;
@@ -669,6 +691,11 @@ static int tx_send(me *e, me_tx *t, int fault, int *applied, int64_t *rev, me_me
 static int conflict(mapstore *ms, me *e) {
     e->stale = 1;
     e->st.conflicts++;
+    if (e->not_leader)
+        return mapstore__errf(ms, KEEL_ENOTLEADER,
+                              "etcd: %sleader is no longer this coordinator's (created at "
+                              "revision %lld): not the leader, nothing written",
+                              e->prefix, (long long)e->guard_rev);
     return mapstore__errf(ms, KEEL_EAGAIN,
                           "etcd: the map under %s was changed by another writer (another "
                           "coordinator?); reloaded, nothing written",
@@ -698,6 +725,14 @@ static int tx_settle(mapstore *ms, me *e, const me_meta *nm, int64_t old_rev, co
         e->st.settled_void++;
         return mapstore__errf(ms, KEEL_EIO,
                               "etcd: commit got no answer (%s); fenced off, nothing changed", why);
+    }
+    if (rc == 0 && !applied && e->not_leader && !(have_seen && seen.write_id == nm->write_id)) {
+        e->stale = 1;
+        e->st.unknown++;
+        return mapstore__errf(ms, KEEL_ENOTLEADER,
+                              "etcd: commit got no answer (%s) and this coordinator is no longer "
+                              "the leader",
+                              why);
     }
     if (rc == 0 && have_seen && seen.write_id == nm->write_id) {
         e->meta = *nm;
@@ -1256,6 +1291,12 @@ static const mapstore_ops etcd_ops = {
     .setting_unset = me_setting_unset,
     .setting_list = me_setting_list,
 };
+
+int mapstore_etcd_set_guard(mapstore *ms, int64_t leader_create_rev) {
+    if (!mapstore_is_etcd(ms) || leader_create_rev < 0) return KEEL_EINVAL;
+    ((me *)mapstore__impl(ms))->guard_rev = leader_create_rev;
+    return 0;
+}
 
 int mapstore_is_etcd(const mapstore *ms) {
     return ms && ms->ops == &etcd_ops;

@@ -95,6 +95,13 @@ KEEL_MUST_CHECK int mapstore_etcd_open(const mapstore_etcd_config *cfg,
                                        const mapstore_expect *expect, mapstore **out, char *err,
                                        size_t errcap);
 
+/* Guards every later write of ms by the leader key (PREFIX "leader") having
+ * been created at revision leader_create_rev (coord_elect.h): a write after
+ * the key was deleted or re-created by another coordinator fails with
+ * KEEL_ENOTLEADER and changes nothing. 0 turns the guard off.
+ * Errors: KEEL_EINVAL (not an etcd handle, negative revision). */
+KEEL_MUST_CHECK int mapstore_etcd_set_guard(mapstore *ms, int64_t leader_create_rev);
+
 /* 1 if ms is an etcd map store. */
 int mapstore_is_etcd(const mapstore *ms);
 
