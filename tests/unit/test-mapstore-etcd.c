@@ -2,7 +2,8 @@
  * contract runs in test-mapstore's "etcd" group): refusing a prefix that is
  * not empty or holds another cluster, refusing what is not a Keel map, the
  * key layout, a whole-P bootstrap placement in one transaction, a second
- * writer detected, and outcome unknown: a commit whose answer is lost is
+ * writer detected, writes guarded by the leader key (KEEL_ENOTLEADER once it
+ * is another coordinator's), and outcome unknown: a commit whose answer is lost is
  * settled as applied, one that never reached etcd as not applied, and one
  * whose fence is lost too returns KEEL_EUNKNOWN and the handle reloads what
  * etcd really holds. A real etcd is started for the run (etcd_fixture.h);
@@ -86,8 +87,9 @@ static void add_node(mapstore *ms, const char *id, int port) {
     assert_int_equal(mapstore_node_upsert(ms, &n, NOW), 0);
 }
 
-/* A raw put with the client, bypassing the map store. */
-static void raw_put(const char *key, const char *value) {
+/* A raw put with the client, bypassing the map store; returns the
+ * revision it was written at. */
+static int64_t raw_put(const char *key, const char *value) {
     etcd_client *c = NULL;
     char err[ETCD_ERR_MAX];
     assert_int_equal(etcd_client_new(etcd.url, 3000, &c, err, sizeof err), 0);
@@ -98,7 +100,22 @@ static void raw_put(const char *key, const char *value) {
     free(k);
     free(v);
     assert_int_equal(etcd_post_json(c, "/v3/kv/put", b, &r), 0);
+    int64_t rev = etcd_revision(r);
     cJSON_Delete(b);
+    cJSON_Delete(r);
+    etcd_client_free(c);
+    return rev;
+}
+
+static void raw_del(const char *key) {
+    etcd_client *c = NULL;
+    char err[ETCD_ERR_MAX], body[256];
+    assert_int_equal(etcd_client_new(etcd.url, 3000, &c, err, sizeof err), 0);
+    char *k = etcd_b64(key, strlen(key));
+    snprintf(body, sizeof body, "{\"key\":\"%s\"}", k);
+    free(k);
+    cJSON *r = NULL;
+    assert_int_equal(etcd_post(c, "/v3/kv/deleterange", body, &r), 0);
     cJSON_Delete(r);
     etcd_client_free(c);
 }
@@ -298,6 +315,36 @@ static void test_second_writer_detected(void **state) {
     mapstore_free(other);
 }
 
+/* Writes guarded by the leader key: accepted while the key is the one
+ * created at the guard's revision; once it is deleted and re-created (another
+ * leader), refused with KEEL_ENOTLEADER, changing nothing. */
+static void test_leader_guard(void **state) {
+    fx *f = *state;
+    NEED_ETCD();
+    create(f, 16);
+    char key[128];
+    snprintf(key, sizeof key, "%sleader", f->prefix);
+    int64_t rev = raw_put(key, "{\"id\":\"c1\"}");
+    assert_int_equal(mapstore_etcd_set_guard(f->ms, rev), 0);
+    add_node(f->ms, "n1", 7001);
+    uint64_t v = mapstore_version(f->ms), t = mapstore_term(f->ms);
+    raw_del(key);
+    raw_put(key, "{\"id\":\"c2\"}");
+    assert_int_equal(mapstore_bump_term(f->ms, NULL), KEEL_ENOTLEADER);
+    assert_non_null(strstr(mapstore_errmsg(f->ms), "not the leader"));
+    mapstore_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.id, sizeof n.id, "n2");
+    snprintf(n.host, sizeof n.host, "127.0.0.1");
+    n.port = 7002;
+    assert_int_equal(mapstore_node_upsert(f->ms, &n, NOW), KEEL_ENOTLEADER);
+    mapstore_free(f->ms);
+    f->ms = open_ok(f);
+    assert_int_equal(mapstore_version(f->ms), v);
+    assert_int_equal(mapstore_term(f->ms), t);
+    assert_int_equal(mapstore_node_get(f->ms, "n2", &n), KEEL_ENOTFOUND);
+}
+
 /* ---- Outcome unknown ------------------------------------------------------------- */
 
 /* The answer of a commit that applied is lost: the fence is refused, meta
@@ -465,6 +512,7 @@ int main(void) {
         T(test_open_refuses_damaged_chunk),
         T(test_place_all_in_one_txn),
         T(test_second_writer_detected),
+        T(test_leader_guard),
         T(test_lost_answer_settled_applied),
         T(test_dropped_commit_fenced_off),
         T(test_unsettled_is_unknown_then_reloaded),
