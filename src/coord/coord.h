@@ -12,7 +12,12 @@
  *                   the map under --etcd-prefix must have (mapstore_etcd)
  *   cluster.secret  32 random bytes as hex, mode 0600 (peerauth)
  *
- * Threads: one libuv loop thread.
+ * With --etcd the map store is mapstore_etcd (docs/mapstore.md); with --id
+ * as well, the process first waits as a standby until it wins the election
+ * (coord_elect.h) and exits with status 3 when it stops leading.
+ *
+ * Threads: one libuv loop thread (plus the etcd clients' and the election's
+ * internal threads).
  */
 #ifndef KEEL_COORD_H
 #define KEEL_COORD_H
