@@ -150,6 +150,20 @@ static void campaign(coord_elect *e) {
                 "response_range"),
             "kvs"),
         0);
+    if (kv && etcd_json_i64(kv, "lease") == e->lease) {
+        /* our own key: an earlier campaign applied but its answer was lost */
+        v.leading = 1;
+        v.create_rev = etcd_json_i64(kv, "create_revision");
+        v.since_ms = wall_ms();
+        v.deadline_ms = e->lease_deadline_ms;
+        snprintf(v.leader_id, sizeof v.leader_id, "%s", e->id);
+        snprintf(v.leader_addr, sizeof v.leader_addr, "%s", e->addr);
+        set_view(e, &v);
+        keel_log(KEEL_LOG_INFO, "election_won", "id=%s addr=%s revision=%lld lease=%llx settled=1",
+                 e->id, e->addr, (long long)v.create_rev, (unsigned long long)e->lease);
+        cJSON_Delete(r);
+        return;
+    }
     const cJSON *value = cJSON_GetObjectItemCaseSensitive(kv, "value");
     char *text = NULL;
     size_t n;
