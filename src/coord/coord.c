@@ -235,8 +235,10 @@ static int create_map(const coord_config *c, mapstore **ms, char *err, size_t ca
     if (rc) return rc;
     FILE *fp = fopen(idp, "wx");
     if (!fp || fprintf(fp, "%s\n", mapstore_cluster_id(*ms)) < 0 || fclose(fp)) {
-        snprintf(err, cap, "%s: %s (the map was created in etcd under %s; remove it with "
-                 "etcdctl del --prefix before trying again)", idp, strerror(errno),
+        snprintf(err, cap,
+                 "%s: %s (the map was created in etcd under %s; remove it with "
+                 "etcdctl del --prefix before trying again)",
+                 idp, strerror(errno),
                  c->etcd_prefix[0] ? c->etcd_prefix : MAPSTORE_ETCD_DEFAULT_PREFIX);
         mapstore_free(*ms);
         *ms = NULL;
@@ -256,8 +258,10 @@ static int open_map(const coord_config *c, mapstore_expect *want, mapstore **ms,
     FILE *fp = fopen(idp, "r");
     if (!fp || !fgets(id, sizeof id, fp)) {
         if (fp) fclose(fp);
-        snprintf(err, cap, "%s: no etcd cluster recorded in %s (create one with keel coord "
-                 "--init --dir %s --etcd URL)", idp, c->dir, c->dir);
+        snprintf(err, cap,
+                 "%s: no etcd cluster recorded in %s (create one with keel coord "
+                 "--init --dir %s --etcd URL)",
+                 idp, c->dir, c->dir);
         return KEEL_ENOTFOUND;
     }
     fclose(fp);
@@ -682,7 +686,6 @@ static void on_signal(uv_signal_t *sig, int signum) {
 
 static const rserver_ops coord_ops = {.dispatch = coord_dispatch, .on_close = coord_conn_closed};
 
-
 /* Starts the election and waits, as a standby, until this process leads.
  * Nothing is opened or bound before: a standby holds no port. */
 static int become_leader(const coord_config *c, char *err, size_t cap) {
@@ -716,7 +719,8 @@ static int coord_open(coord *co, char *err, size_t cap) {
     if (elect) { /* every write from now on needs the leader key to be ours */
         coord_elect_view v;
         coord_elect_get(elect, &v);
-        if (!v.leading) return snprintf(err, cap, "lost the election while opening"), KEEL_ENOTLEADER;
+        if (!v.leading)
+            return snprintf(err, cap, "lost the election while opening"), KEEL_ENOTLEADER;
         if ((rc = mapstore_etcd_set_guard(co->ms, v.create_rev))) return rc;
     }
     if ((rc = peerauth_secret_load(sec, &co->secret, err, cap))) return rc;

@@ -225,7 +225,8 @@ int coord_elect_start(const coord_elect_config *cfg, coord_elect **out, char *er
     if (!cfg->addr || strlen(cfg->addr) > COORD_ELECT_ADDR_MAX)
         return keel_errf(err, cap, KEEL_EINVAL, "bad coordinator address");
     int ttl = cfg->ttl_s ? cfg->ttl_s : COORD_ELECT_DEFAULT_TTL_S;
-    if (ttl < 2 || ttl > 60) return keel_errf(err, cap, KEEL_EINVAL, "lease TTL %d not in 2..60", ttl);
+    if (ttl < 2 || ttl > 60)
+        return keel_errf(err, cap, KEEL_EINVAL, "lease TTL %d not in 2..60", ttl);
     coord_elect *e = calloc(1, sizeof *e);
     if (!e) return keel_errf(err, cap, KEEL_ENOMEM, "out of memory");
     e->ttl_s = ttl;

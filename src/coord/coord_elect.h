@@ -53,11 +53,11 @@ typedef struct coord_elect_config {
 } coord_elect_config;
 
 typedef struct coord_elect_view {
-    int leading;          /* this process leads and its deadline has not passed */
-    int64_t create_rev;   /* when leading: the leader key's create revision */
-    int64_t since_ms;     /* when leading: wall-clock ms it became leader */
-    int64_t deadline_ms;  /* when leading: monotonic ms the lease may expire at */
-    char leader_id[COORD_ELECT_ID_MAX + 1];     /* "" when no one is known to lead */
+    int leading;                            /* this process leads and its deadline has not passed */
+    int64_t create_rev;                     /* when leading: the leader key's create revision */
+    int64_t since_ms;                       /* when leading: wall-clock ms it became leader */
+    int64_t deadline_ms;                    /* when leading: monotonic ms the lease may expire at */
+    char leader_id[COORD_ELECT_ID_MAX + 1]; /* "" when no one is known to lead */
     char leader_addr[COORD_ELECT_ADDR_MAX + 1];
 } coord_elect_view;
 

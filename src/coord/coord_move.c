@@ -33,10 +33,10 @@
 
 /* Within FENCED: FENCE sent to S, then VERIFY to D, then the commit. */
 typedef enum {
-    FENCE_NONE = 0,   /* not started here (a FENCED record from before a restart) */
-    FENCE_SENT,       /* KEEL.MOVE.FENCE to S; awaiting f and S's digest */
-    FENCE_VERIFYING,  /* KEEL.MOVE.VERIFY f to D; awaiting D's digest at f */
-    FENCE_COMMITTING, /* digests equal: the map store commit is under way */
+    FENCE_NONE = 0,       /* not started here (a FENCED record from before a restart) */
+    FENCE_SENT,           /* KEEL.MOVE.FENCE to S; awaiting f and S's digest */
+    FENCE_VERIFYING,      /* KEEL.MOVE.VERIFY f to D; awaiting D's digest at f */
+    FENCE_COMMITTING,     /* digests equal: the map store commit is under way */
     FENCE_COMMIT_UNKNOWN, /* the commit's outcome is unknown (KEEL_EUNKNOWN): the move stays
                              FENCED, the record is re-read and the commit retried; never
                              aborted for it (issue 12) */

@@ -157,8 +157,7 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int etcd_client_new(const char *urls, int timeout_ms, etcd_client **out, char *err,
-                    size_t errcap) {
+int etcd_client_new(const char *urls, int timeout_ms, etcd_client **out, char *err, size_t errcap) {
     *out = NULL;
     if (!urls || !*urls) return keel_errf(err, errcap, KEEL_EINVAL, "no etcd URL");
     if (timeout_ms < 100 || timeout_ms > 60000)

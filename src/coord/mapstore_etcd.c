@@ -48,9 +48,9 @@ typedef struct me_meta {
 typedef struct me {
     etcd_client *c;
     char prefix[MAPSTORE_ETCD_PREFIX_MAX + 1];
-    me_meta meta;     /* as committed */
-    int64_t meta_rev; /* meta's mod revision as last seen */
-    int stale;        /* the mirror may differ from etcd: reload first */
+    me_meta meta;         /* as committed */
+    int64_t meta_rev;     /* meta's mod revision as last seen */
+    int stale;            /* the mirror may differ from etcd: reload first */
     mapstore_node *nodes; /* sorted by id */
     size_t nn;
     mapstore_partition *parts; /* [P] */
@@ -120,10 +120,9 @@ static char *meta_text(const me_meta *m) {
     if (!o || !cJSON_AddNumberToObject(o, "format", ME_FORMAT) ||
         !cJSON_AddStringToObject(o, "kind", "keel-map") ||
         !cJSON_AddStringToObject(o, "cluster_id", m->cluster_id) ||
-        !cJSON_AddNumberToObject(o, "partitions", m->partitions) ||
-        !add_u64(o, "term", m->term) || !add_u64(o, "version", m->version) ||
-        !add_u64(o, "next_move", m->next_move) || !add_u64(o, "write_id", m->write_id) ||
-        !add_i64(o, "created_at_ms", m->created_at_ms)) {
+        !cJSON_AddNumberToObject(o, "partitions", m->partitions) || !add_u64(o, "term", m->term) ||
+        !add_u64(o, "version", m->version) || !add_u64(o, "next_move", m->next_move) ||
+        !add_u64(o, "write_id", m->write_id) || !add_i64(o, "created_at_ms", m->created_at_ms)) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -144,8 +143,8 @@ static int meta_parse(const char *text, me_meta *m) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "partitions");
         if (!cJSON_IsNumber(f) || f->valuedouble != ME_FORMAT)
             rc = KEEL_ERANGE;
-        else if (!cJSON_IsNumber(p) || get_str(o, "cluster_id", m->cluster_id,
-                                               sizeof m->cluster_id) ||
+        else if (!cJSON_IsNumber(p) ||
+                 get_str(o, "cluster_id", m->cluster_id, sizeof m->cluster_id) ||
                  !m->cluster_id[0] || get_u63(o, "term", &m->term) ||
                  get_u63(o, "version", &m->version) || get_u63(o, "next_move", &m->next_move) ||
                  get_u63(o, "write_id", &m->write_id) ||
@@ -197,14 +196,14 @@ static int node_parse(const cJSON *o, mapstore_node *n) {
 
 static char *move_text(const mapstore_move *m) {
     cJSON *o = cJSON_CreateObject(), *at = NULL;
-    int ok = o && add_u64(o, "id", m->id) && cJSON_AddNumberToObject(o, "partition", m->partition) &&
-             cJSON_AddStringToObject(o, "from", m->from) &&
-             cJSON_AddStringToObject(o, "to", m->to) &&
-             cJSON_AddStringToObject(o, "state", mapstore_move_state_name(m->state)) &&
-             add_u64(o, "epoch", m->epoch) && add_u64(o, "bytes", m->bytes) &&
-             cJSON_AddStringToObject(o, "reason", m->reason) &&
-             cJSON_AddStringToObject(o, "abort_reason", m->abort_reason) &&
-             (at = cJSON_AddObjectToObject(o, "at_ms"));
+    int ok =
+        o && add_u64(o, "id", m->id) && cJSON_AddNumberToObject(o, "partition", m->partition) &&
+        cJSON_AddStringToObject(o, "from", m->from) && cJSON_AddStringToObject(o, "to", m->to) &&
+        cJSON_AddStringToObject(o, "state", mapstore_move_state_name(m->state)) &&
+        add_u64(o, "epoch", m->epoch) && add_u64(o, "bytes", m->bytes) &&
+        cJSON_AddStringToObject(o, "reason", m->reason) &&
+        cJSON_AddStringToObject(o, "abort_reason", m->abort_reason) &&
+        (at = cJSON_AddObjectToObject(o, "at_ms"));
     for (int i = 0; ok && i < MAPSTORE_MOVE_NSTATES; i++)
         ok = add_i64(at, mapstore_move_state_name((mapstore_move_state)i), m->at_ms[i]) != NULL;
     if (!ok) {
@@ -275,8 +274,7 @@ static char *chunk_text(const mapstore_partition *parts, unsigned partitions, un
     return print_free(a);
 }
 
-static int chunk_parse(const cJSON *a, mapstore_partition *parts, unsigned partitions,
-                       unsigned k) {
+static int chunk_parse(const cJSON *a, mapstore_partition *parts, unsigned partitions, unsigned k) {
     unsigned lo = k * MAPSTORE_ETCD_CHUNK, hi = lo + MAPSTORE_ETCD_CHUNK;
     if (hi > partitions) hi = partitions;
     if (!cJSON_IsArray(a) || (unsigned)cJSON_GetArraySize(a) != hi - lo) return KEEL_ECORRUPT;
@@ -326,7 +324,8 @@ static void key_setting(const me *e, const char *name, char *k, size_t cap) {
 /* A range request over [key, range_end) (range_end NULL: key alone). */
 static int range(me *e, const char *key, const char *range_end, int count_only, cJSON **reply) {
     cJSON *b = cJSON_CreateObject();
-    char *k = etcd_b64(key, strlen(key)), *re = range_end ? etcd_b64(range_end, strlen(range_end)) : NULL;
+    char *k = etcd_b64(key, strlen(key)),
+         *re = range_end ? etcd_b64(range_end, strlen(range_end)) : NULL;
     int ok = b && k && (!range_end || re) && cJSON_AddStringToObject(b, "key", k) &&
              (!re || cJSON_AddStringToObject(b, "range_end", re)) &&
              (!count_only || cJSON_AddTrueToObject(b, "count_only"));
@@ -431,8 +430,8 @@ static void mirror_free(mirror *m) {
 }
 
 /* One kv of the prefix into the mirror being built. */
-static int load_kv(const char *prefix, const char *key, const char *val, int64_t mod_rev,
-                   mirror *m, char *err, size_t cap) {
+static int load_kv(const char *prefix, const char *key, const char *val, int64_t mod_rev, mirror *m,
+                   char *err, size_t cap) {
     const char *rest = key + strlen(prefix);
     int rc = 0;
     if (!strcmp(rest, "meta")) {
@@ -469,8 +468,7 @@ static int load_kv(const char *prefix, const char *key, const char *val, int64_t
         /* parsed after meta (which gives P): keys sort "meta" < "parts/" */
         char *end;
         unsigned long k = strtoul(rest + 6, &end, 10);
-        if (!m->have_meta || *end || k >= chunk_count(m->meta.partitions) ||
-            m->chunk_seen[k]++)
+        if (!m->have_meta || *end || k >= chunk_count(m->meta.partitions) || m->chunk_seen[k]++)
             rc = KEEL_ECORRUPT;
         else
             rc = chunk_parse(o, m->parts, m->meta.partitions, (unsigned)k);
@@ -504,8 +502,7 @@ static int load_mirror(me *e, mirror *m, char *err, size_t cap) {
             rc = keel_errf(err, cap, KEEL_EPROTO, "etcd: a key outside the prefix or not base64");
         if (!rc && !strcmp(k + strlen(e->prefix), "meta")) {
             rc = load_kv(e->prefix, k, v, etcd_json_i64(kv, "mod_revision"), m, err, cap);
-            if (!rc && !(m->parts = calloc(m->meta.partitions, sizeof *m->parts)))
-                rc = KEEL_ENOMEM;
+            if (!rc && !(m->parts = calloc(m->meta.partitions, sizeof *m->parts))) rc = KEEL_ENOMEM;
             if (!rc && !(m->chunk_seen = calloc(chunk_count(m->meta.partitions), 1)))
                 rc = KEEL_ENOMEM;
         } else if (!rc) {
@@ -525,9 +522,9 @@ static int load_mirror(me *e, mirror *m, char *err, size_t cap) {
         mirror_free(m);
         return rc;
     }
-    qsort(m->nodes, m->nn, sizeof *m->nodes, cmp_node);
-    qsort(m->moves, m->nm, sizeof *m->moves, cmp_move);
-    qsort(m->settings, m->ns, sizeof *m->settings, cmp_setting);
+    if (m->nn) qsort(m->nodes, m->nn, sizeof *m->nodes, cmp_node); /* qsort(NULL, 0): UB */
+    if (m->nm) qsort(m->moves, m->nm, sizeof *m->moves, cmp_move);
+    if (m->ns) qsort(m->settings, m->ns, sizeof *m->settings, cmp_setting);
     return 0;
 }
 
@@ -558,8 +555,7 @@ static int fresh(mapstore *ms, me *e) {
     if (strcmp(m.meta.cluster_id, mapstore_cluster_id(ms)) ||
         m.meta.partitions != mapstore_partitions(ms)) {
         mirror_free(&m);
-        return mapstore__errf(ms, KEEL_ECORRUPT, "etcd prefix %s now holds another map",
-                              e->prefix);
+        return mapstore__errf(ms, KEEL_ECORRUPT, "etcd prefix %s now holds another map", e->prefix);
     }
     adopt(e, &m);
     return 0;
@@ -568,17 +564,17 @@ static int fresh(mapstore *ms, me *e) {
 static mapstore_node *find_node(me *e, const char *id) {
     mapstore_node key;
     snprintf(key.id, sizeof key.id, "%s", id);
-    return bsearch(&key, e->nodes, e->nn, sizeof key, cmp_node);
+    return e->nn ? bsearch(&key, e->nodes, e->nn, sizeof key, cmp_node) : NULL;
 }
 static mapstore_move *find_move(me *e, uint64_t id) {
     mapstore_move key;
     key.id = id;
-    return bsearch(&key, e->moves, e->nm, sizeof key, cmp_move);
+    return e->nm ? bsearch(&key, e->moves, e->nm, sizeof key, cmp_move) : NULL;
 }
 static mapstore_setting *find_setting(me *e, const char *name) {
     mapstore_setting key;
     snprintf(key.name, sizeof key.name, "%s", name);
-    return bsearch(&key, e->settings, e->ns, sizeof key, cmp_setting);
+    return e->ns ? bsearch(&key, e->settings, e->ns, sizeof key, cmp_setting) : NULL;
 }
 
 /* Puts item into the sorted array (replacing an equal one). */
@@ -624,13 +620,11 @@ static void tx_begin(me *e, me_tx *t, int64_t rev) {
     cJSON *cmp = t->body ? cJSON_AddArrayToObject(t->body, "compare") : NULL;
     t->ok = t->body ? cJSON_AddArrayToObject(t->body, "success") : NULL;
     cJSON *fail = t->body ? cJSON_AddArrayToObject(t->body, "failure") : NULL;
-    if (!cmp || !t->ok || !fail || !etcd_cmp(cmp, k, "MOD", "EQUAL", rev) ||
-        !etcd_op_get(fail, k))
+    if (!cmp || !t->ok || !fail || !etcd_cmp(cmp, k, "MOD", "EQUAL", rev) || !etcd_op_get(fail, k))
         t->oom = 1;
     if (e->guard_rev) { /* responses[1] of the failure branch: the leader key */
         snprintf(k, sizeof k, "%sleader", e->prefix);
-        if (!etcd_cmp(cmp, k, "CREATE", "EQUAL", e->guard_rev) || !etcd_op_get(fail, k))
-            t->oom = 1;
+        if (!etcd_cmp(cmp, k, "CREATE", "EQUAL", e->guard_rev) || !etcd_op_get(fail, k)) t->oom = 1;
     }
 }
 
@@ -717,7 +711,8 @@ static int tx_settle(mapstore *ms, me *e, const me_meta *nm, int64_t old_rev, co
     int applied = 0, have_seen = 0;
     int64_t rev = 0, seen_rev = 0;
     int fault = FAILPOINT("mapstore.etcd.fence.drop") == FP_ERROR ? ETCD_FAULT_DROP : 0;
-    int rc = t.oom ? KEEL_ENOMEM : tx_send(e, &t, fault, &applied, &rev, &seen, &have_seen, &seen_rev);
+    int rc =
+        t.oom ? KEEL_ENOMEM : tx_send(e, &t, fault, &applied, &rev, &seen, &have_seen, &seen_rev);
     cJSON_Delete(t.body);
     if (rc == 0 && applied) {
         e->meta = fence;
@@ -1176,11 +1171,10 @@ static int me_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *e
                               (unsigned long long)id, mapstore_move_state_name(old->state));
     mapstore_partition np = e->parts[old->partition];
     if (strcmp(np.owner, old->from) || np.epoch != old->epoch)
-        return mapstore__errf(ms, KEEL_EINVAL,
-                              "move %llu: partition %u is now %s at epoch %llu, not %s at %llu",
-                              (unsigned long long)id, old->partition, np.owner,
-                              (unsigned long long)np.epoch, old->from,
-                              (unsigned long long)old->epoch);
+        return mapstore__errf(
+            ms, KEEL_EINVAL, "move %llu: partition %u is now %s at epoch %llu, not %s at %llu",
+            (unsigned long long)id, old->partition, np.owner, (unsigned long long)np.epoch,
+            old->from, (unsigned long long)old->epoch);
     if (np.epoch >= ME_U63)
         return mapstore__errf(ms, KEEL_ERANGE, "partition %u: epoch would overflow", np.id);
     me_meta nm = next_meta(e);
@@ -1465,9 +1459,9 @@ int mapstore_etcd_create(const mapstore_etcd_config *cfg, unsigned partitions, i
         goto out;
     }
     if (!applied) {
-        rc = keel_errf(err, errcap, KEEL_EEXIST,
-                       "etcd prefix %s: a map appeared there while it was being created",
-                       e->prefix);
+        rc =
+            keel_errf(err, errcap, KEEL_EEXIST,
+                      "etcd prefix %s: a map appeared there while it was being created", e->prefix);
         goto out;
     }
     me_close(e);

@@ -61,9 +61,9 @@
 #define MAPSTORE_ETCD_PREFIX_MAX 128
 #define MAPSTORE_ETCD_DEFAULT_PREFIX "/keel/"
 #define MAPSTORE_ETCD_DEFAULT_TIMEOUT_MS 2000
-#define MAPSTORE_ETCD_CHUNK 256          /* partitions per parts/ key */
-#define MAPSTORE_ETCD_MAX_OPS 128        /* etcd --max-txn-ops default */
-#define MAPSTORE_ETCD_MAX_BYTES 1572864  /* etcd --max-request-bytes default */
+#define MAPSTORE_ETCD_CHUNK 256         /* partitions per parts/ key */
+#define MAPSTORE_ETCD_MAX_OPS 128       /* etcd --max-txn-ops default */
+#define MAPSTORE_ETCD_MAX_BYTES 1572864 /* etcd --max-request-bytes default */
 
 /* Where the map lives. urls: "http://h:p[,http://h:p...]" (etcd_client.h);
  * prefix: 1..128 printable bytes ending in '/', e.g. "/keel/prod/";

@@ -111,8 +111,8 @@ static void test_revoked_lease_stops_leading(void **state) {
     free(k);
     cJSON *r = NULL;
     assert_int_equal(etcd_post(c, "/v3/kv/range", body, &r), 0);
-    int64_t lease = etcd_json_i64(
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "kvs"), 0), "lease");
+    int64_t lease =
+        etcd_json_i64(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "kvs"), 0), "lease");
     cJSON_Delete(r);
     assert_true(lease != 0);
     snprintf(body, sizeof body, "{\"ID\":\"%lld\"}", (long long)lease);

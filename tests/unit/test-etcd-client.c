@@ -108,7 +108,7 @@ static void test_b64_roundtrip(void **state) {
     free(e);
     char *d;
     size_t n;
-    assert_int_equal(etcd_unb64("Zm9", &d, &n), KEEL_EPROTO);   /* not a multiple of 4 */
+    assert_int_equal(etcd_unb64("Zm9", &d, &n), KEEL_EPROTO);  /* not a multiple of 4 */
     assert_int_equal(etcd_unb64("Z!9v", &d, &n), KEEL_EPROTO); /* not base64 */
 }
 
@@ -134,10 +134,11 @@ static void test_builders(void **state) {
     assert_non_null(etcd_op_put(arr, "k", "v", 7));
     assert_non_null(etcd_op_del(arr, "k"));
     char *txt = cJSON_PrintUnformatted(arr);
-    assert_string_equal(txt, "[{\"key\":\"aw==\",\"target\":\"MOD\",\"result\":\"EQUAL\","
-                             "\"mod_revision\":\"5\"},"
-                             "{\"request_put\":{\"key\":\"aw==\",\"value\":\"dg==\",\"lease\":\"7\"}},"
-                             "{\"request_delete_range\":{\"key\":\"aw==\"}}]");
+    assert_string_equal(txt,
+                        "[{\"key\":\"aw==\",\"target\":\"MOD\",\"result\":\"EQUAL\","
+                        "\"mod_revision\":\"5\"},"
+                        "{\"request_put\":{\"key\":\"aw==\",\"value\":\"dg==\",\"lease\":\"7\"}},"
+                        "{\"request_delete_range\":{\"key\":\"aw==\"}}]");
     free(txt);
     cJSON_Delete(arr);
 }

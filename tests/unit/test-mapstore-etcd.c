@@ -411,8 +411,7 @@ static void test_unsettled_is_unknown_then_reloaded(void **state) {
     assert_int_equal(mapstore_move_create(f->ms, 5, "n2", "test", NOW, &id), 0);
     for (int s = MAPSTORE_MOVE_COPYING; s <= MAPSTORE_MOVE_FENCED; s++)
         assert_int_equal(mapstore_move_advance(f->ms, id, (mapstore_move_state)s, NOW, NULL), 0);
-    assert_int_equal(failpoint_set("mapstore.etcd.move_commit.lose_reply", "1*error", NULL, 0),
-                     0);
+    assert_int_equal(failpoint_set("mapstore.etcd.move_commit.lose_reply", "1*error", NULL, 0), 0);
     assert_int_equal(failpoint_set("mapstore.etcd.fence.drop", "1*error", NULL, 0), 0);
     assert_int_equal(mapstore_move_commit(f->ms, id, NOW + 1, NULL, NULL), KEEL_EUNKNOWN);
     mapstore_etcd_stats st;
