@@ -40,8 +40,13 @@ struct coord_elect {
     int64_t lease, lease_deadline_ms, next_keepalive_ms, next_campaign_ms;
     char seen_leader[COORD_ELECT_ID_MAX + 1];
     uv_timer_t watch;
-    int watching; /* watch is initialised and not closed */
+    int watching;                                        /* watch is initialised and not closed */
+    int64_t next_members_ms;                             /* thread only */
+    coord_elect_member members[COORD_ELECT_MEMBERS_MAX]; /* under mu */
+    size_t nmembers;                                     /* under mu */
 };
+
+static coord_elect *current; /* coord_elect_current */
 
 static int64_t mono_ms(void) {
     return (int64_t)(keel_mono_us() / 1000);
@@ -84,7 +89,85 @@ static int grant(coord_elect *e) {
     e->lease = id;
     e->lease_deadline_ms = t0 + ttl * 1000;
     e->next_keepalive_ms = t0 + ttl * 1000 / 3;
+    /* announce this candidate (for keel status), with the same lease */
+    char key[sizeof e->key + COORD_ELECT_ID_MAX + 16], val[256];
+    snprintf(key, sizeof key, "%.*scoordinators/%s", (int)(strlen(e->key) - strlen("leader")),
+             e->key, e->id);
+    snprintf(val, sizeof val, "{\"id\":\"%s\",\"addr\":\"%s\"}", e->id, e->addr);
+    cJSON *b = cJSON_CreateObject(), *ans = NULL;
+    char *k64 = etcd_b64(key, strlen(key)), *v64 = etcd_b64(val, strlen(val));
+    char lease[24];
+    snprintf(lease, sizeof lease, "%lld", (long long)id);
+    if (b && k64 && v64 && cJSON_AddStringToObject(b, "key", k64) &&
+        cJSON_AddStringToObject(b, "value", v64) && cJSON_AddStringToObject(b, "lease", lease) &&
+        etcd_post_json(e->c, "/v3/kv/put", b, &ans) == 0)
+        e->next_members_ms = 0;
+    cJSON_Delete(ans);
+    cJSON_Delete(b);
+    free(k64);
+    free(v64);
     return 0;
+}
+
+/* Reads PREFIX coordinators/ into the member list. */
+static void read_members(coord_elect *e) {
+    char key[sizeof e->key + 16];
+    snprintf(key, sizeof key, "%.*scoordinators/", (int)(strlen(e->key) - strlen("leader")),
+             e->key);
+    char *end = etcd_prefix_end(key), *k64 = etcd_b64(key, strlen(key));
+    char *e64 = end ? etcd_b64(end, strlen(end)) : NULL;
+    cJSON *b = cJSON_CreateObject(), *r = NULL;
+    int ok = b && k64 && e64 && cJSON_AddStringToObject(b, "key", k64) &&
+             cJSON_AddStringToObject(b, "range_end", e64) &&
+             etcd_post_json(e->c, "/v3/kv/range", b, &r) == 0;
+    free(end), free(k64), free(e64);
+    cJSON_Delete(b);
+    if (!ok) {
+        cJSON_Delete(r);
+        return;
+    }
+    coord_elect_member m[COORD_ELECT_MEMBERS_MAX];
+    size_t n = 0;
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, cJSON_GetObjectItemCaseSensitive(r, "kvs")) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(kv, "value");
+        char *text = NULL;
+        size_t len;
+        if (n == COORD_ELECT_MEMBERS_MAX || !cJSON_IsString(v) ||
+            etcd_unb64(v->valuestring, &text, &len))
+            continue;
+        cJSON *o = cJSON_Parse(text);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+        const cJSON *addr = cJSON_GetObjectItemCaseSensitive(o, "addr");
+        if (cJSON_IsString(id) && cJSON_IsString(addr)) {
+            snprintf(m[n].id, sizeof m[n].id, "%s", id->valuestring);
+            snprintf(m[n].addr, sizeof m[n].addr, "%s", addr->valuestring);
+            n++;
+        }
+        cJSON_Delete(o);
+        free(text);
+    }
+    cJSON_Delete(r);
+    pthread_mutex_lock(&e->mu);
+    memcpy(e->members, m, n * sizeof *m);
+    e->nmembers = n;
+    pthread_mutex_unlock(&e->mu);
+}
+
+size_t coord_elect_members(coord_elect *e, coord_elect_member *out, size_t max) {
+    pthread_mutex_lock(&e->mu);
+    size_t n = e->nmembers;
+    memcpy(out, e->members, (n < max ? n : max) * sizeof *out);
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+coord_elect *coord_elect_current(void) {
+    return current;
+}
+
+const char *coord_elect_id(const coord_elect *e) {
+    return e->id;
 }
 
 static void keepalive(coord_elect *e) {
@@ -205,6 +288,10 @@ static void *run(void *arg) {
                 campaign(e);
                 e->next_campaign_ms = mono_ms() + 200;
             }
+            if (mono_ms() >= e->next_members_ms) {
+                read_members(e);
+                e->next_members_ms = mono_ms() + 1000;
+            }
         }
         pthread_mutex_lock(&e->mu);
         if (e->stop) break;
@@ -253,11 +340,13 @@ int coord_elect_start(const coord_elect_config *cfg, coord_elect **out, char *er
         return keel_errf(err, cap, KEEL_EIO, "cannot start the election thread");
     }
     *out = e;
+    current = e;
     return 0;
 }
 
 void coord_elect_stop(coord_elect *e) {
     if (!e) return;
+    if (current == e) current = NULL;
     pthread_mutex_lock(&e->mu);
     e->stop = 1;
     pthread_cond_broadcast(&e->cv);

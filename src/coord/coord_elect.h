@@ -61,6 +61,22 @@ typedef struct coord_elect_view {
     char leader_addr[COORD_ELECT_ADDR_MAX + 1];
 } coord_elect_view;
 
+/* The coordinators taking part (each keeps PREFIX "coordinators/ID" =
+ * {id, addr} alive with its lease), as last read by the election thread
+ * (every second): copies up to max into out, returns how many there are.
+ * For `keel status`. */
+typedef struct coord_elect_member {
+    char id[COORD_ELECT_ID_MAX + 1];
+    char addr[COORD_ELECT_ADDR_MAX + 1];
+} coord_elect_member;
+#define COORD_ELECT_MEMBERS_MAX 16
+size_t coord_elect_members(coord_elect *e, coord_elect_member *out, size_t max);
+/* The election of this process (the one coord_elect_start made and
+ * coord_elect_stop has not stopped), or NULL. */
+coord_elect *coord_elect_current(void);
+/* This process's id. */
+const char *coord_elect_id(const coord_elect *e);
+
 /* Starts the election thread. Errors: KEEL_EINVAL (bad config), KEEL_ENOMEM,
  * KEEL_EIO (thread or client). */
 int coord_elect_start(const coord_elect_config *cfg, coord_elect **out, char *err, size_t cap);
