@@ -37,6 +37,7 @@
 
 #define ME_FORMAT 1
 #define ME_U63 ((uint64_t)INT64_MAX)
+#define ME_RETRIES 1 /* resends of a write whose lost copy was fenced off */
 
 typedef struct me_meta {
     char cluster_id[MAPSTORE_CLUSTER_ID_MAX + 1];
@@ -700,7 +701,8 @@ static int conflict(mapstore *ms, me *e) {
  * txn under the same guard that only rewrites meta, with a later write id)
  * settles it: if the fence applies, the commit never can; if the fence is
  * refused because meta carries the commit's write id, the commit applied. */
-static int tx_settle(mapstore *ms, me *e, const me_meta *nm, int64_t old_rev, const char *why) {
+static int tx_settle(mapstore *ms, me *e, const me_meta *nm, int64_t old_rev, const char *why,
+                     int *voided) {
     char k[KEY_MAX];
     me_tx t;
     me_meta fence = e->meta, seen;
@@ -718,6 +720,7 @@ static int tx_settle(mapstore *ms, me *e, const me_meta *nm, int64_t old_rev, co
         e->meta = fence;
         e->meta_rev = rev;
         e->st.settled_void++;
+        *voided = 1;
         return mapstore__errf(ms, KEEL_EIO,
                               "etcd: commit got no answer (%s); fenced off, nothing changed", why);
     }
@@ -744,6 +747,36 @@ static int tx_settle(mapstore *ms, me *e, const me_meta *nm, int64_t old_rev, co
                           why, rc ? etcd_client_errmsg(e->c) : "meta changed by another writer");
 }
 
+/* The test fault for the next send (failpoints, mapstore_etcd.h). */
+static int test_fault(const me *e) {
+    if (FAILPOINT("mapstore.etcd.drop") == FP_ERROR ||
+        (e->is_move_commit && FAILPOINT("mapstore.etcd.move_commit.drop") == FP_ERROR))
+        return ETCD_FAULT_DROP;
+    if (FAILPOINT("mapstore.etcd.lose_reply") == FP_ERROR ||
+        (e->is_move_commit && FAILPOINT("mapstore.etcd.move_commit.lose_reply") == FP_ERROR))
+        return ETCD_FAULT_LOSE_REPLY;
+    return ETCD_FAULT_NONE;
+}
+
+/* Points t, refused by a fence, at the fence's revision and a write id
+ * after it: compare[0] and the last success op (meta) are replaced. */
+static int tx_rearm(me *e, me_tx *t, me_meta *cur) {
+    char k[KEY_MAX], num[24];
+    cur->write_id = e->meta.write_id + 1;
+    key_meta(e, k, sizeof k);
+    snprintf(num, sizeof num, "%lld", (long long)e->meta_rev);
+    cJSON *cmp0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t->body, "compare"), 0);
+    cJSON *rv = cJSON_CreateString(num);
+    char *text = meta_text(cur);
+    int ok = cmp0 && rv && text && cJSON_ReplaceItemInObjectCaseSensitive(cmp0, "mod_revision", rv);
+    if (!ok) cJSON_Delete(rv);
+    if (ok) cJSON_DeleteItemFromArray(t->ok, cJSON_GetArraySize(t->ok) - 1);
+    ok = ok && etcd_op_put(t->ok, k, text, 0);
+    free(text);
+    e->st.retries += ok;
+    return ok ? 0 : KEEL_ENOMEM;
+}
+
 /* Commits t with meta nm (a copy of e->meta with write_id + 1 and whatever
  * the write changes): 0 (applied; e->meta = nm; the caller then updates
  * the mirror), or an error after which nothing changed, except
@@ -766,29 +799,38 @@ static int tx_commit(mapstore *ms, me *e, me_tx *t, const me_meta *nm) {
         cJSON_Delete(t->body);
         return rc;
     }
-    if (FAILPOINT("mapstore.etcd.drop") == FP_ERROR ||
-        (e->is_move_commit && FAILPOINT("mapstore.etcd.move_commit.drop") == FP_ERROR))
-        fault = ETCD_FAULT_DROP;
-    else if (FAILPOINT("mapstore.etcd.lose_reply") == FP_ERROR ||
-             (e->is_move_commit && FAILPOINT("mapstore.etcd.move_commit.lose_reply") == FP_ERROR))
-        fault = ETCD_FAULT_LOSE_REPLY;
     int applied = 0, have_seen = 0;
-    int64_t rev = 0, seen_rev = 0, old_rev = e->meta_rev;
-    me_meta seen;
-    rc = tx_send(e, t, fault, &applied, &rev, &seen, &have_seen, &seen_rev);
+    int64_t rev = 0, seen_rev = 0;
+    me_meta seen, cur = *nm;
+    for (int attempt = 0;; attempt++) {
+        int64_t old_rev = e->meta_rev;
+        fault = test_fault(e);
+        rc = tx_send(e, t, fault, &applied, &rev, &seen, &have_seen, &seen_rev);
+        if (rc == KEEL_EUNKNOWN || rc == KEEL_EPROTO) {
+            char why[ETCD_ERR_MAX];
+            int voided = 0;
+            snprintf(why, sizeof why, "%s", etcd_client_errmsg(e->c));
+            rc = tx_settle(ms, e, &cur, old_rev, why, &voided);
+            /* Fenced off: nothing changed and the lost copy never can, so the
+             * same write is sent once more on the fence's revision (an etcd
+             * member lost, a raft election under way). */
+            if (voided && attempt < ME_RETRIES && tx_rearm(e, t, &cur) == 0) continue;
+            break;
+        }
+        if (rc) {
+            rc = mapstore__errf(ms, rc, "etcd: %s", etcd_client_errmsg(e->c));
+        } else if (!applied) {
+            rc = conflict(ms, e);
+        } else {
+            e->meta = cur;
+            e->meta_rev = rev;
+            e->st.commits++;
+        }
+        break;
+    }
     cJSON_Delete(t->body);
     t->body = NULL;
-    if (rc == KEEL_EUNKNOWN || rc == KEEL_EPROTO) {
-        char why[ETCD_ERR_MAX];
-        snprintf(why, sizeof why, "%s", etcd_client_errmsg(e->c));
-        return tx_settle(ms, e, nm, old_rev, why);
-    }
-    if (rc) return mapstore__errf(ms, rc, "etcd: %s", etcd_client_errmsg(e->c));
-    if (!applied) return conflict(ms, e);
-    e->meta = *nm;
-    e->meta_rev = rev;
-    e->st.commits++;
-    return 0;
+    return rc;
 }
 
 /* meta for the next write: write_id + 1. */

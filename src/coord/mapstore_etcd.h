@@ -23,7 +23,9 @@
  * connection, etcd 5xx), the handle settles it at once: it sends a fence,
  * a transaction guarded by the same old revision that only rewrites meta.
  *   - the fence applies: the lost commit can never apply (its guard is
- *     stale now); the call returns KEEL_EIO and nothing changed;
+ *     stale now); the write is sent once more on the new revision (an etcd
+ *     member lost, a raft election under way), and if that one is fenced
+ *     off too, the call returns KEEL_EIO and nothing changed;
  *   - the fence is refused and meta carries the commit's write id: the
  *     commit applied; the call returns 0 as if it had answered;
  *   - anything else (the fence is lost too, or a third writer): the call
@@ -32,8 +34,8 @@
  *
  * Threads and blocking: the HTTP runs on the client's worker thread, but
  * every call here waits for its answer (mapstore.h calls are synchronous):
- * a write waits at most 2 x (timeout_ms + 250 ms) (the commit and its
- * fence) plus one reload; reads are served from memory. Handle use is the
+ * a write waits at most 4 x (timeout_ms + 250 ms) (the commit and its
+ * fence, twice) plus one reload; reads are served from memory. Handle use is the
  * owner thread's only, as in mapstore.h.
  *
  * Errors besides mapstore.h's: KEEL_EUNKNOWN (above), KEEL_EAGAIN (the map
@@ -112,6 +114,7 @@ typedef struct mapstore_etcd_stats {
     uint64_t settled_applied; /* answer lost; the fence showed it applied */
     uint64_t settled_void;    /* answer lost; the fence made sure it never applies */
     uint64_t unknown;         /* could not be settled: KEEL_EUNKNOWN */
+    uint64_t retries;         /* writes resent once after their lost copy was fenced off */
     uint64_t reloads;         /* full reads of the prefix */
 } mapstore_etcd_stats;
 

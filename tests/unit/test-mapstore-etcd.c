@@ -4,7 +4,8 @@
  * key layout, a whole-P bootstrap placement in one transaction, a second
  * writer detected, writes guarded by the leader key (KEEL_ENOTLEADER once it
  * is another coordinator's), and outcome unknown: a commit whose answer is lost is
- * settled as applied, one that never reached etcd as not applied, and one
+ * settled as applied, one that never reached etcd as not applied (and sent
+ * again), and one
  * whose fence is lost too returns KEEL_EUNKNOWN and the handle reloads what
  * etcd really holds. A real etcd is started for the run (etcd_fixture.h);
  * without the binary every case is skipped with a notice. */
@@ -371,8 +372,9 @@ static void test_lost_answer_settled_applied(void **state) {
     assert_int_equal(mapstore_version(f->ms), v + 1);
 }
 
-/* A commit that never reached etcd: the fence applies, so it never can;
- * the call returns KEEL_EIO and nothing changed. */
+/* A commit that never reached etcd: the fence applies, so it never can,
+ * and the write is sent once more and applies (once). Dropped twice, the
+ * call returns KEEL_EIO and nothing changed. */
 static void test_dropped_commit_fenced_off(void **state) {
     fx *f = *state;
     NEED_ETCD();
@@ -380,21 +382,30 @@ static void test_dropped_commit_fenced_off(void **state) {
     add_node(f->ms, "n1", 7001);
     uint64_t v0 = mapstore_version(f->ms);
     assert_int_equal(failpoint_set("mapstore.etcd.drop", "1*error", NULL, 0), 0);
-    assert_int_equal(mapstore_partition_set_owner(f->ms, 3, "n1", NULL, NULL), KEEL_EIO);
-    assert_non_null(strstr(mapstore_errmsg(f->ms), "nothing changed"));
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 3, "n1", NULL, NULL), 0);
     mapstore_etcd_stats st;
     mapstore_etcd_get_stats(f->ms, &st);
     assert_int_equal(st.settled_void, 1);
+    assert_int_equal(st.retries, 1);
+    assert_int_equal(failpoint_set("mapstore.etcd.drop", "2*error", NULL, 0), 0);
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 4, "n1", NULL, NULL), KEEL_EIO);
+    assert_non_null(strstr(mapstore_errmsg(f->ms), "nothing changed"));
+    mapstore_etcd_get_stats(f->ms, &st);
+    assert_int_equal(st.settled_void, 3);
+    assert_int_equal(st.retries, 2);
     mapstore_partition p;
-    assert_int_equal(mapstore_partition_get(f->ms, 3, &p), 0);
+    assert_int_equal(mapstore_partition_get(f->ms, 4, &p), 0);
     assert_string_equal(p.owner, "");
-    assert_int_equal(mapstore_partition_set_owner(f->ms, 3, "n1", NULL, NULL), 0); /* retry */
+    assert_int_equal(mapstore_partition_set_owner(f->ms, 4, "n1", NULL, NULL), 0); /* retry */
     mapstore_free(f->ms);
     f->ms = open_ok(f);
     assert_int_equal(mapstore_partition_get(f->ms, 3, &p), 0);
     assert_string_equal(p.owner, "n1");
     assert_int_equal(p.epoch, 1); /* applied once, not twice */
-    assert_int_equal(mapstore_version(f->ms), v0 + 1);
+    assert_int_equal(mapstore_partition_get(f->ms, 4, &p), 0);
+    assert_string_equal(p.owner, "n1");
+    assert_int_equal(p.epoch, 1);
+    assert_int_equal(mapstore_version(f->ms), v0 + 2);
 }
 
 /* The commit's answer and the fence are both lost: KEEL_EUNKNOWN, and the
