@@ -166,6 +166,13 @@ coord_elect *coord_elect_current(void) {
     return current;
 }
 
+int coord_elect_may_act(void) {
+    coord_elect_view v;
+    if (!current) return 1;
+    coord_elect_get(current, &v);
+    return v.leading;
+}
+
 const char *coord_elect_id(const coord_elect *e) {
     return e->id;
 }

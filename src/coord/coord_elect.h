@@ -74,6 +74,12 @@ size_t coord_elect_members(coord_elect *e, coord_elect_member *out, size_t max);
 /* The election of this process (the one coord_elect_start made and
  * coord_elect_stop has not stopped), or NULL. */
 coord_elect *coord_elect_current(void);
+/* 1 if this process may send directives now: it takes no part in an
+ * election, or it leads and its lease deadline has not passed. Checked by
+ * the move executor before every directive, so that a leader whose loop
+ * was held in an etcd request past its deadline sends nothing before its
+ * watch timer ends it. */
+int coord_elect_may_act(void);
 /* This process's id. */
 const char *coord_elect_id(const coord_elect *e);
 

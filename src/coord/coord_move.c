@@ -8,6 +8,7 @@
  * cleanups that fell due.
  */
 #include "coord/coord_move.h"
+#include "coord/coord_elect.h"
 #include "coord/coord_history.h"
 #include "coord/coord_int.h"
 #include "coord/coord_links.h"
@@ -350,7 +351,7 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
 static int send_to(cms *x, cmove *m, const char *node, int kind, int argc, const char **argv,
                    const size_t *lens) {
     nlink *l = link_ready_for(x, node, coord_now(x->co));
-    if (!l) return -1;
+    if (!l || !coord_elect_may_act()) return -1; /* a deposed leader sends nothing */
     return peerlink_send(l->pl, on_reply, tag_of(m->rec.id, kind), argc, argv, lens) ? -1 : 0;
 }
 
@@ -710,6 +711,7 @@ static void on_state(void *arg, void *tag, redisReply *r) {
         num(p, sizeof p, (uint64_t)e->element[0]->integer);
         int known = mapstore_move_get(x->co->ms, mid, &rec) == 0;
         const char *st = e->element[1]->str;
+        if (!coord_elect_may_act()) return;
         if (known && rec.state == MAPSTORE_MOVE_DONE && !strcmp(st, "RETIRED")) {
             const char *argv[] = {"KEEL.MOVE.CLEANUP", t, id, p};
             peerlink_send(l->pl, NULL, NULL, 4, argv, NULL);
@@ -725,6 +727,7 @@ static void reconcile(cms *x, nlink *l) {
     char t[24];
     num(t, sizeof t, x->co->term);
     const char *argv[] = {"KEEL.MOVE.STATE", t};
+    if (!coord_elect_may_act()) return;
     peerlink_send(l->pl, on_state, (void *)(uintptr_t)l->gen, 2, argv, NULL);
 }
 
