@@ -116,6 +116,8 @@ static void on_signal(uv_signal_t *sig, int signum) {
     if (s->second_timer.data) uv_close((uv_handle_t *)&s->second_timer, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
+    loopstat_free(s->loops);
+    s->loops = NULL;
 }
 
 /* ---- Start-up ------------------------------------------------------------ */
@@ -283,6 +285,11 @@ static void server_start_timers(server *s) {
     uv_timer_init(s->loop, &s->second_timer);
     s->second_timer.data = s;
     uv_timer_start(&s->second_timer, on_second, 1000, 1000);
+    if ((s->loops = loopstat_new()) && loopstat_start(s->loops, s->loop)) {
+        keel_log(KEEL_LOG_WARN, "loopstat_unavailable", "");
+        loopstat_free(s->loops);
+        s->loops = NULL;
+    }
 }
 
 int server_run(const node_config *cfg) {

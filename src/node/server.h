@@ -17,6 +17,7 @@
 #include "core/buf.h"
 #include "core/peerauth.h"
 #include "node/config.h"
+#include "node/loopstat.h"
 #include "node/metrics.h"
 #include "net/rserver.h"
 #include "node/ptable.h"
@@ -34,6 +35,7 @@ typedef struct server {
     store *st;
     ptable *pt;
     metrics *mx;
+    loopstat *loops; /* busy time of each loop turn; NULL once stopping */
     rserver *rs;
     http_server *http;
     uv_timer_t sweep_timer;
