@@ -14,7 +14,10 @@
 
 #define MOVES_MAX 16              /* moves in or out at once on one node */
 #define CHUNK_MAX (1u << 20)      /* most bytes a chunk or changes reply may ask for */
-#define PULL_BYTES (256u << 10)   /* what D asks for: a reply is applied in one turn */
+/* What D asks for: a reply is applied in one turn, so this bounds the turn:
+ * 32 KiB of small hash fields (~600 records) apply in ~0.5 ms here, 256 KiB
+ * took 7 ms (bench/move_bighash, docs/benchmarks.md). */
+#define PULL_BYTES (32u << 10)
 #define PULL_DEPTH 2              /* chunk requests D keeps in flight */
 #define CHANGES_POLL_MS 100       /* long poll of an empty CHANGES */
 #define REPORT_MS 250             /* progress reports to the coordinator */

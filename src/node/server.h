@@ -39,6 +39,7 @@ typedef struct server {
     rserver *rs;
     http_server *http;
     uv_timer_t sweep_timer;
+    uv_timer_t gc_timer; /* store_gc: fields of deleted compound keys */
     uv_timer_t second_timer;
     uv_signal_t sigint, sigterm;
     int64_t start_ms;

@@ -20,10 +20,10 @@
 static void observe_counts(void **st) {
     loopstat *ls = loopstat_new();
     assert_non_null(ls);
-    loopstat_observe(ls, 20 * US, 1 * SEC);
-    loopstat_observe(ls, 3 * MS, 1 * SEC + 10 * MS);
-    loopstat_observe(ls, 1 * MS, 1 * SEC + 20 * MS); /* exactly 1 ms: not slow */
-    loopstat_observe(ls, 400 * US, 1 * SEC + 30 * MS);
+    loopstat_observe(ls, 20 * US, (20 * US) / 2, 1 * SEC);
+    loopstat_observe(ls, 3 * MS, (3 * MS) / 2, 1 * SEC + 10 * MS);
+    loopstat_observe(ls, 1 * MS, (1 * MS) / 2, 1 * SEC + 20 * MS); /* exactly 1 ms: not slow */
+    loopstat_observe(ls, 400 * US, (400 * US) / 2, 1 * SEC + 30 * MS);
     loopstat_stats s;
     loopstat_get(ls, &s);
     assert_int_equal(s.turns, 4);
@@ -41,15 +41,17 @@ static void observe_counts(void **st) {
 static void window_rolls(void **st) {
     loopstat *ls = loopstat_new();
     loopstat_stats s;
-    loopstat_observe(ls, 7 * MS, 10 * SEC); /* opens the window [10 s, 11 s) */
+    loopstat_observe(ls, 7 * MS, (7 * MS) / 2, 10 * SEC); /* opens the window [10 s, 11 s) */
     loopstat_get(ls, &s);
     assert_int_equal(s.window_max_ns, 0); /* nothing completed yet */
-    loopstat_observe(ls, 2 * MS, 10 * SEC + 500 * MS);
-    loopstat_observe(ls, 100 * US, 11 * SEC); /* closes it */
+    loopstat_observe(ls, 2 * MS, (2 * MS) / 2, 10 * SEC + 500 * MS);
+    loopstat_observe(ls, 100 * US, (100 * US) / 2, 11 * SEC); /* closes it */
     loopstat_get(ls, &s);
     assert_int_equal(s.window_max_ns, 7 * MS);
-    loopstat_observe(ls, 300 * US, 11 * SEC + 900 * MS);
-    loopstat_observe(ls, 50 * US, 12 * SEC + 1 * MS); /* closes [11 s, 12 s) */
+    assert_int_equal(s.window_cpu_max_ns, 7 * MS / 2);
+    assert_int_equal(s.window_end_ns, 11 * SEC);
+    loopstat_observe(ls, 300 * US, (300 * US) / 2, 11 * SEC + 900 * MS);
+    loopstat_observe(ls, 50 * US, (50 * US) / 2, 12 * SEC + 1 * MS); /* closes [11 s, 12 s) */
     loopstat_get(ls, &s);
     assert_int_equal(s.window_max_ns, 300 * US);
     assert_int_equal(s.max_ns, 7 * MS); /* since start */
@@ -61,11 +63,15 @@ static void window_rolls(void **st) {
     assert_non_null(strstr(b.p, "loop_turns_over_1ms:2\r\n"));
     assert_non_null(strstr(b.p, "loop_turn_max_us:7000\r\n"));
     assert_non_null(strstr(b.p, "loop_turn_max_1s_us:300\r\n"));
+    assert_non_null(strstr(b.p, "loop_turn_1s_end_ms:12000\r\n"));
+    assert_non_null(strstr(b.p, "loop_turn_cpu_max_us:3500\r\n"));
+    assert_non_null(strstr(b.p, "loop_turn_cpu_max_1s_us:150\r\n"));
     kbuf_close(&b);
     kbuf_init(&b);
     loopstat_metrics(ls, &b);
     assert_int_equal(kbuf_append(&b, "", 1), 0);
     assert_non_null(strstr(b.p, "keel_loop_turn_seconds_count 5\n"));
+    assert_non_null(strstr(b.p, "keel_loop_turn_cpu_seconds_count 5\n"));
     assert_non_null(strstr(b.p, "keel_loop_turn_max_seconds 0.007000000\n"));
     assert_non_null(strstr(b.p, "keel_loop_turns_slow_total 2\n"));
     kbuf_close(&b);
@@ -110,7 +116,9 @@ static void real_loop_busy_not_idle(void **st) {
     assert_true(s.slow_turns >= 3);
     assert_true(s.max_ns >= 6 * MS);
     assert_true(s.max_ns < 40 * MS); /* a loaded machine may add a little, not a wait */
-    loopstat_free(ls);               /* closes the handle: the loop must run once more */
+    assert_true(s.cpu_max_ns > 0);
+    assert_true(s.cpu_max_ns <= s.max_ns + 1 * MS); /* CPU time fits in the busy time */
+    loopstat_free(ls); /* closes the handle: the loop must run once more */
     uv_run(&loop, UV_RUN_NOWAIT);
     assert_int_equal(uv_loop_close(&loop), 0);
 }
