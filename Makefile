@@ -76,6 +76,7 @@ bench: build
 	@./bench/types
 	@./bench/planner
 	@./bench/move
+	@./bench/move_bighash
 	@./bench/rebalance_vs_redis
 
 format:

@@ -188,6 +188,7 @@ static void info_keel(const server *s, kbuf *b) {
                 "partitions_outgoing:%u\r\npartitions_fenced:%u\r\npartitions_incoming:%u\r\n"
                 "partitions_retired:%u\r\nrequests_held:%llu\r\n",
                 ms.outgoing, ms.fenced, ms.incoming, ms.retired, (unsigned long long)ms.held);
+    loopstat_info(s->loops, b);
 }
 
 /* The move protocol's gauges and counters (move.h). */
@@ -315,6 +316,7 @@ void node_render_metrics(void *arg, kbuf *b) {
                 "# TYPE keel_keys gauge\nkeel_keys %llu\n",
                 (unsigned long long)store_total_keys(s->st));
     metrics_moves(s, b);
+    loopstat_metrics(s->loops, b);
     /* Per partition: only those this node serves or holds data for, and
      * none with --partition-metrics 0 (3 series per partition add up at
      * large P). */

@@ -9,8 +9,10 @@
  *
  * D dials S and pulls: during the copy PULL_DEPTH chunk requests stay in
  * flight (S keeps the cursor, so S's reads overlap with D's writes); the
- * catch-up is one long poll of changes at a time. Each reply is applied as
- * one lazy transaction (no fsync per batch: VERIFY makes the copy durable).
+ * catch-up is one long poll of changes at a time. A copy chunk is queued
+ * (pend) and applied APPLY_TURN_BYTES of whole records per loop turn, each
+ * slice one lazy transaction (no fsync per batch: VERIFY makes the copy
+ * durable); a catch-up reply is applied at once, as one lazy transaction.
  * D reports progress to the coordinator every REPORT_MS, at once when the
  * backlog falls under fence_lag (caught-up), and when the backlog stops
  * reaching new lows for STUCK_TICKS reports (non-converging). A VERIFY is
@@ -185,25 +187,13 @@ static void on_changes(void *arg, void *tag, redisReply *r) {
     dst_pull(in);
 }
 
-static void on_chunk(void *arg, void *tag, redisReply *r) {
-    in_move *in = tag;
+/* After a chunk arrived or a slice was applied: schedules the next slice,
+ * or, with every chunk in and applied, starts the catch-up; pulls more. */
+static void dst_copy_progress(in_move *in) {
     if (in->phase != IN_COPY) return;
-    in->pulls--;
-    if (!reply_shape(r, "Ss")) { /* ["more" | nil, records] */
-        dst_fail(in, r && r->type == REDIS_REPLY_ERROR ? "source-refused" : "source-unreachable");
-        return;
-    }
-    uint64_t unused = 0;
-    if (apply_batch(in, r->element[1]->str, r->element[1]->len, 0, &unused)) {
-        dst_fail(in, "bad-chunk");
-        return;
-    }
-    if (FAILPOINT("move.during_copy") == FP_ERROR) {
-        dst_fail(in, "failpoint");
-        return;
-    }
-    if (r->element[0]->type == REDIS_REPLY_NIL) in->copied = 1;
-    if (in->copied && in->pulls == 0) { /* every reply in: the snapshot is here */
+    if (in->pend.len) {
+        in->mv->env.timer_start(in->apply_timer, 0, 0);
+    } else if (in->copied && in->pulls == 0) { /* every reply in and applied */
         in->phase = IN_CATCHUP;
         in->best_backlog = UINT64_MAX;
         in->lag_bytes = UINT64_MAX; /* unknown until the first CHANGES reply */
@@ -215,14 +205,68 @@ static void on_chunk(void *arg, void *tag, redisReply *r) {
     dst_pull(in);
 }
 
+/* One slice of the queued copy: steps of APPLY_STEP_RECORDS whole records
+ * (each one lazy txn) until APPLY_TURN_BYTES or APPLY_TURN_US is used up;
+ * at least one record. */
+static void on_apply_timer(void *arg) {
+    in_move *in = arg;
+    if (in->phase != IN_COPY || !in->pend.len) return;
+    uint64_t t0 = mv_now_us(in->mv);
+    size_t done = 0;
+    while (in->pend.len && done < APPLY_TURN_BYTES) {
+        size_t n = 0;
+        for (int r = 0; r < APPLY_STEP_RECORDS && n < in->pend.len; r++) {
+            unsigned slot;
+            const char *k, *v;
+            size_t kl, vl;
+            size_t used =
+                move_get_record(in->pend.p + n, in->pend.len - n, &slot, &k, &kl, &v, &vl);
+            if (!used) break;
+            n += used;
+        }
+        if (!n) n = in->pend.len; /* malformed: apply_batch rejects it */
+        uint64_t unused = 0;
+        if (apply_batch(in, in->pend.p, n, 0, &unused)) {
+            dst_fail(in, "bad-chunk");
+            return;
+        }
+        kbuf_consume(&in->pend, n);
+        done += n;
+        if (mv_now_us(in->mv) - t0 >= APPLY_TURN_US) break;
+    }
+    dst_copy_progress(in);
+}
+
+static void on_chunk(void *arg, void *tag, redisReply *r) {
+    in_move *in = tag;
+    if (in->phase != IN_COPY) return;
+    in->pulls--;
+    if (!reply_shape(r, "Ss")) { /* ["more" | nil, records] */
+        dst_fail(in, r && r->type == REDIS_REPLY_ERROR ? "source-refused" : "source-unreachable");
+        return;
+    }
+    if (kbuf_append(&in->pend, r->element[1]->str, r->element[1]->len)) {
+        dst_fail(in, "out-of-memory");
+        return;
+    }
+    if (FAILPOINT("move.during_copy") == FP_ERROR) {
+        dst_fail(in, "failpoint");
+        return;
+    }
+    if (r->element[0]->type == REDIS_REPLY_NIL) in->copied = 1;
+    dst_copy_progress(in);
+}
+
 static void dst_pull(in_move *in) {
     char id[24], n[24], a[24];
     snprintf(id, sizeof id, "%llu", (unsigned long long)in->id);
-    snprintf(n, sizeof n, "%u", PULL_BYTES);
+    snprintf(n, sizeof n, "%u", in->phase == IN_COPY ? PULL_BYTES : CHANGES_PULL_BYTES);
     const move_env *E = &in->mv->env;
     int rc = 0;
     if (in->phase == IN_COPY) {
-        while (!rc && !in->copied && in->pulls < PULL_DEPTH) {
+        /* At most PULL_DEPTH requests' worth queued or in flight. */
+        while (!rc && !in->copied && in->pulls < PULL_DEPTH &&
+               in->pend.len + (size_t)in->pulls * PULL_BYTES < PULL_DEPTH * PULL_BYTES) {
             const char *argv[] = {"KEEL.MOVE.CHUNK", id, "", n};
             if (!(rc = E->link_send(in->link, on_chunk, in, 4, argv))) in->pulls++;
         }
@@ -261,6 +305,12 @@ in_move *dst_start(moves *mv, uint64_t m, unsigned p, uint64_t epoch, const char
         free(in);
         return NULL;
     }
+    if (!(in->apply_timer = E->timer_new(E->ctx, on_apply_timer, in))) {
+        E->timer_free(in->timer);
+        free(in);
+        return NULL;
+    }
+    kbuf_init(&in->pend);
     E->timer_start(in->timer, REPORT_MS, REPORT_MS);
     in->start_us = mv_now_us(mv);
     static const move_link_cbs cbs = {.on_ready = on_link_ready, .on_down = on_link_down};
@@ -280,6 +330,8 @@ void dst_end(moves *mv, in_move *in) {
     if (in->link) mv->env.link_close(in->link);
     void *v = in->verifier;
     mv->env.timer_free(in->timer);
+    mv->env.timer_free(in->apply_timer);
+    kbuf_close(&in->pend);
     free(in);
     if (v) mv->env.resume(mv->env.ctx, v);
 }

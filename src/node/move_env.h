@@ -56,7 +56,9 @@ typedef struct move_env {
     uint64_t (*now_us)(void *ctx); /* monotonic */
 
     /* One-shot or repeating timers. timer_free stops the timer; no callback
-     * runs after it. */
+     * runs after it. A (0, 0) start means "soon, after other work": a chain
+     * of them started from their own callbacks must let the loop poll
+     * between two callbacks. */
     move_timer *(*timer_new)(void *ctx, move_timer_fn fn, void *arg);
     void (*timer_start)(move_timer *t, uint64_t after_ms, uint64_t repeat_ms);
     void (*timer_stop)(move_timer *t);

@@ -14,7 +14,22 @@
 
 #define MOVES_MAX 16              /* moves in or out at once on one node */
 #define CHUNK_MAX (1u << 20)      /* most bytes a chunk or changes reply may ask for */
-#define PULL_BYTES (256u << 10)   /* what D asks for: a reply is applied in one turn */
+/* What D asks for, and how much of it one loop turn applies. A copy chunk
+ * is queued on arrival and applied APPLY_TURN_BYTES per turn (a 0 ms timer
+ * between slices lets the loop serve everything else); a 256 KiB chunk of
+ * small hash fields applied in one turn kept D's loop busy 7 ms on average
+ * (bench/move_bighash, docs/benchmarks.md). S reads a chunk in one turn,
+ * so PULL_BYTES bounds S's turn. A catch-up reply is applied in one turn,
+ * hence its smaller request. */
+#define PULL_BYTES (64u << 10)
+#define CHANGES_PULL_BYTES (32u << 10)
+#define APPLY_TURN_BYTES (16u << 10)
+/* A slice also stops after APPLY_TURN_US (env clock; the turn-end write of
+ * the slice costs about as much again), checked after every
+ * APPLY_STEP_RECORDS records, each step its own txn: on a loaded machine
+ * 16 KiB of hash fields took 2.5-5 ms of CPU. */
+#define APPLY_TURN_US 250
+#define APPLY_STEP_RECORDS 32
 #define PULL_DEPTH 2              /* chunk requests D keeps in flight */
 #define CHANGES_POLL_MS 100       /* long poll of an empty CHANGES */
 #define REPORT_MS 250             /* progress reports to the coordinator */
@@ -80,6 +95,8 @@ typedef struct in_move {
     uint64_t verify_since_us; /* a VERIFY waits at most VERIFY_WAIT_MS */
     char why[96];
     move_timer *timer;
+    kbuf pend;               /* copy records received, not yet applied */
+    move_timer *apply_timer; /* applies the next slice of pend in a later turn */
 } in_move;
 
 struct moves {

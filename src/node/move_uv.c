@@ -34,8 +34,15 @@ static node_moves *nm_of(const moves *mv) {
 
 /* ---- Time and timers ------------------------------------------------------ */
 
+/* A timer started with (0, 0) runs from an idle handle instead, at most
+ * once per loop iteration: one started from its own callback runs in the
+ * next iteration, after that iteration's poll. libuv 1.44 runs a 0 ms timer
+ * started from a timer callback again in the same timers phase, so a chain
+ * of 0 ms timers (move_dst.c's apply slices) would never yield the loop. */
 struct move_timer {
     uv_timer_t t;
+    uv_idle_t idle;
+    int open; /* handles not yet closed */
     move_timer_fn fn;
     void *arg;
 };
@@ -50,32 +57,49 @@ static void on_uv_timer(uv_timer_t *t) {
     mt->fn(mt->arg);
 }
 
+static void on_uv_idle(uv_idle_t *h) {
+    move_timer *mt = h->data;
+    uv_idle_stop(h);
+    mt->fn(mt->arg);
+}
+
 static move_timer *e_timer_new(void *ctx, move_timer_fn fn, void *arg) {
     node_moves *nm = ctx;
     move_timer *mt = calloc(1, sizeof *mt);
     if (!mt) return NULL;
     mt->fn = fn, mt->arg = arg;
     uv_timer_init(nm->s->loop, &mt->t);
-    mt->t.data = mt;
+    uv_idle_init(nm->s->loop, &mt->idle);
+    mt->t.data = mt->idle.data = mt;
+    mt->open = 2;
     return mt;
 }
 
 static void e_timer_start(move_timer *mt, uint64_t after_ms, uint64_t repeat_ms) {
+    if (after_ms == 0 && repeat_ms == 0) {
+        uv_timer_stop(&mt->t);
+        uv_idle_start(&mt->idle, on_uv_idle);
+        return;
+    }
+    uv_idle_stop(&mt->idle);
     uv_timer_start(&mt->t, on_uv_timer, after_ms, repeat_ms);
 }
 
 static void e_timer_stop(move_timer *mt) {
     uv_timer_stop(&mt->t);
+    uv_idle_stop(&mt->idle);
 }
 
 static void timer_closed(uv_handle_t *h) {
-    free(h->data);
+    move_timer *mt = h->data;
+    if (--mt->open == 0) free(mt);
 }
 
 static void e_timer_free(move_timer *mt) {
     if (!mt) return;
-    uv_timer_stop(&mt->t);
+    e_timer_stop(mt);
     uv_close((uv_handle_t *)&mt->t, timer_closed);
+    uv_close((uv_handle_t *)&mt->idle, timer_closed);
 }
 
 /* ---- Links to sources ------------------------------------------------------ */

@@ -17,6 +17,7 @@
 #include "core/buf.h"
 #include "core/peerauth.h"
 #include "node/config.h"
+#include "node/loopstat.h"
 #include "node/metrics.h"
 #include "net/rserver.h"
 #include "node/ptable.h"
@@ -34,9 +35,11 @@ typedef struct server {
     store *st;
     ptable *pt;
     metrics *mx;
+    loopstat *loops; /* busy time of each loop turn; NULL once stopping */
     rserver *rs;
     http_server *http;
     uv_timer_t sweep_timer;
+    uv_timer_t gc_timer; /* store_gc: fields of deleted compound keys */
     uv_timer_t second_timer;
     uv_signal_t sigint, sigterm;
     int64_t start_ms;

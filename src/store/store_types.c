@@ -326,7 +326,10 @@ long store_gc(store *s, int64_t now_ms, size_t max) {
         store_txn_abort(t);
         return rc;
     }
-    if ((rc = store_txn_commit(t))) return rc;
+    /* Lazy: an orphan is invisible, so its delete need not be durable (one
+     * lost in a crash is found again: open marks every slot with field
+     * records), and a gc run costs no fsync of its own. */
+    if ((rc = store_txn_commit_lazy(t))) return rc;
     if (deleted)
         keel_log(KEEL_LOG_DEBUG, "store_gc", "deleted=%ld us=%llu", deleted,
                  (unsigned long long)(keel_mono_us() - t0));
