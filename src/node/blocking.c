@@ -325,7 +325,7 @@ static block_state *state_of(client *c, int create) {
     return nc->block;
 }
 
-/* redis' getTimeoutFromObjectOrReply(UNIT_SECONDS) with string2ld. Returns
+/* redis 7.0's getTimeoutFromObjectOrReply(UNIT_SECONDS) with string2ld. Returns
  * 0 and *ms (0 = forever, else a relative timeout), or -1 after replying. */
 static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
     const char *s = x->argv[i];
@@ -347,10 +347,14 @@ static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
         reply_err(x, "ERR timeout is not a float or out of range");
         return -1;
     }
-    long double f = v * 1000.0L;
-    /* (long long) of a value out of range is what x86 gives: LLONG_MIN. */
-    long long t = (f >= 9223372036854775808.0L || f < -9223372036854775808.0L) ? LLONG_MIN
-                                                                               : (long long)f;
+    long double f = v * 1000.0L; /* milliseconds, rounded up: 0.0001 s is not forever */
+    if (f > (long double)LLONG_MAX) {
+        reply_err(x, "ERR timeout is out of range");
+        return -1;
+    }
+    f = ceill(f);
+    /* (long long) of -inf or less than LLONG_MIN is what x86 gives: LLONG_MIN. */
+    long long t = f < -9223372036854775808.0L ? LLONG_MIN : (long long)f;
     if (t < 0) {
         reply_err(x, "ERR timeout is negative");
         return -1;
