@@ -56,7 +56,6 @@ typedef struct block_state {
     int64_t deadline_ms; /* monotonic; 0 = none */
     size_t hi;           /* index in the heap while linked with a deadline */
     unsigned slot;
-    int null_array; /* the timeout reply, for CLIENT UNBLOCK */
     bwait *w;
     int nw, wcap;
     struct block_state *prev, *next; /* all blocked */
@@ -238,7 +237,6 @@ static int link_state(blocking *b, block_state *st, cmd_ctx *x, const blocking_s
     }
     st->serial++;
     st->slot = x->slot;
-    st->null_array = sp->null_array;
     st->reason = BLOCK_READY;
     timer_arm(b);
     return 0;
@@ -325,8 +323,9 @@ static block_state *state_of(client *c, int create) {
     return nc->block;
 }
 
-/* redis 7.0's getTimeoutFromObjectOrReply(UNIT_SECONDS) with string2ld. Returns
- * 0 and *ms (0 = forever, else a relative timeout), or -1 after replying. */
+/* redis 7.0.15's getTimeoutFromObjectOrReply(UNIT_SECONDS) with string2ld.
+ * Returns 0 and *ms (0 = forever, -1 = time out at once, else a relative
+ * timeout), or -1 after replying. */
 static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
     const char *s = x->argv[i];
     size_t n = x->argvlen[i];
@@ -347,23 +346,18 @@ static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
         reply_err(x, "ERR timeout is not a float or out of range");
         return -1;
     }
-    long double f = v * 1000.0L; /* milliseconds, rounded up: 0.0001 s is not forever */
-    if (f > (long double)LLONG_MAX) {
-        reply_err(x, "ERR timeout is out of range");
-        return -1;
-    }
-    f = ceill(f);
-    /* (long long) of -inf or less than LLONG_MIN is what x86 gives: LLONG_MIN. */
-    long long t = f < -9223372036854775808.0L ? LLONG_MIN : (long long)f;
+    long double f = ceill(v * 1000.0L); /* milliseconds, rounded up: 0.0001 s is 1 ms */
+    /* (long long) of a value outside its range (inf included) is what x86
+     * gives: LLONG_MIN, so redis calls 1e400 and inf negative. */
+    long long t = f >= 9223372036854775808.0L || f < -9223372036854775808.0L ? LLONG_MIN
+                                                                            : (long long)f;
     if (t < 0) {
         reply_err(x, "ERR timeout is negative");
         return -1;
     }
-    if (t > 0 && t > LLONG_MAX - keel_wall_ms()) {
-        reply_err(x, "ERR timeout is out of range");
-        return -1;
-    }
-    *ms = t;
+    /* Past LLONG_MAX - now redis' absolute deadline wraps negative and the
+     * client times out at its next check: at once here too. */
+    *ms = t > LLONG_MAX - keel_wall_ms() ? -1 : t;
     return 0;
 }
 
@@ -388,7 +382,7 @@ void blocking_run(cmd_ctx *x, const blocking_spec *sp) {
         if (st->reason == BLOCK_UNBLOCKED)
             reply_err(x, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
         else
-            reply_null(x, sp->null_array);
+            reply_null(x, 1); /* a timeout: a null array for every list command */
         unlink_state(b, st);
         return;
     }
@@ -405,7 +399,7 @@ void blocking_run(cmd_ctx *x, const blocking_spec *sp) {
         return;
     }
     if (!(b = blk_get(x->srv)) || !(st = state_of(x->c, 1)) ||
-        link_state(b, st, x, sp, ms ? mono_ms() + ms : 0)) {
+        link_state(b, st, x, sp, ms == 0 ? 0 : ms < 0 ? mono_ms() : mono_ms() + ms)) {
         reply_err(x, "ERR out of memory");
         return;
     }
