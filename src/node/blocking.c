@@ -70,6 +70,7 @@ typedef struct blocking {
     size_t hn, hcap;
     uv_timer_t timer;
     int timer_init;
+    int64_t due_ms; /* monotonic ms the timer fires at; 0 when stopped */
     int serving;
 } blocking;
 
@@ -256,23 +257,27 @@ static void resume(blocking *b, block_state *st, blocking_reason why) {
 
 static void on_timer(uv_timer_t *t);
 
+/* Runs the timer at the earliest deadline, and at most BLOCKING_CHECK_MS
+ * from its last run; never later than it is set for already (so clients
+ * blocking often cannot postpone the route check). */
 static void timer_arm(blocking *b) {
     if (!b->timer_init) return;
     if (!b->nblocked) {
         uv_timer_stop(&b->timer);
+        b->due_ms = 0;
         return;
     }
-    int64_t wait = BLOCKING_CHECK_MS;
-    if (b->hn) {
-        int64_t d = b->heap[0]->deadline_ms - mono_ms();
-        if (d < wait) wait = d < 0 ? 0 : d;
-    }
-    uv_timer_start(&b->timer, on_timer, (uint64_t)wait, 0);
+    int64_t now = mono_ms(), due = now + BLOCKING_CHECK_MS;
+    if (b->hn && b->heap[0]->deadline_ms < due) due = b->heap[0]->deadline_ms;
+    if (b->due_ms && b->due_ms <= due) return;
+    b->due_ms = due;
+    uv_timer_start(&b->timer, on_timer, (uint64_t)(due > now ? due - now : 0), 0);
 }
 
 static void on_timer(uv_timer_t *t) {
     server *s = t->data;
     blocking *b = s->blk;
+    b->due_ms = 0;
     b->serving = 1;
     int64_t now = mono_ms();
     while (b->hn && b->heap[0]->deadline_ms <= now) {
