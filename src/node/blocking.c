@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "node/move.h" /* node_conn */
 #include "node/ptable.h"
+#include "node/script.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -428,6 +429,10 @@ void blocking_touch(server *s, const char *k, size_t kl) {
 void blocking_serve(server *s) {
     blocking *b = s->blk;
     if (!b || b->serving || !b->ready_head) return;
+    /* A script past its time limit is still running (SCRIPT KILL, served
+     * from rserver_poll_busy, ends here): its waiters would be answered
+     * -BUSY. The script's own dispatch serves them when it returns. */
+    if (script_busy(s)) return;
     b->serving = 1;
     while (b->ready_head) {
         bkey *bk = b->ready_head;

@@ -104,7 +104,8 @@ void blocking_touch(server *s, const char *k, size_t kl);
 
 /* Serves the clients waiting on ready keys (see "Waking"). Called at the
  * end of each top-level request; does nothing when called from inside a
- * serve pass (a re-dispatched request's own dispatch). */
+ * serve pass (a re-dispatched request's own dispatch), or while a script
+ * past its time limit still runs (a SCRIPT KILL's dispatch). */
 void blocking_serve(server *s);
 
 /* Number of clients blocked now (INFO clients blocked_clients). */
