@@ -6,7 +6,9 @@
  * (each distinct key once), and its dispatch returns RSERVER_HOLD, so the
  * event loop goes on and the client's later pipelined requests wait behind
  * it. Nothing is copied: rserver keeps the held request's argv until it is
- * dispatched again.
+ * dispatched again. A handler call that blocks is left out of the command
+ * metrics (cmd_call); only the call that finally replies is counted, so a
+ * blocking command counts once, as in redis.
  *
  * Waking. Every write of a list key's metadata (db_put with STORE_T_LIST:
  * pushes, LMOVE, RENAME, COPY, SORT STORE, inside MULTI/EXEC and scripts as

@@ -287,6 +287,7 @@ void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
     server *srv = x->srv;
     uint64_t t0 = keel_mono_us();
     d->fn(x);
+    if (x->hold) return; /* blocked: counted once, by the call that replies (blocking.h) */
     metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, keel_mono_us() - t0);
     if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
         fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x->partition,
