@@ -564,14 +564,17 @@ void cmd_lmpop(cmd_ctx *x) {
         reply_syntax(x);
         return;
     }
-    int j = w + 1;
-    if (j < x->argc) {
-        if (!arg_is(x, j, "count") || j + 2 != x->argc) {
+    int seen = 0; /* redis' loop: one COUNT, checked as it comes, then syntax */
+    for (int j = w + 1; j < x->argc; j++) {
+        if (!seen && arg_is(x, j, "count") && j + 1 < x->argc) {
+            seen = 1;
+            j++;
+            if (arg_ll(x->argv[j], x->argvlen[j], &count) || count <= 0) {
+                reply_err(x, "ERR count should be greater than 0");
+                return;
+            }
+        } else {
             reply_syntax(x);
-            return;
-        }
-        if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &count) || count <= 0) {
-            reply_err(x, "ERR count should be greater than 0");
             return;
         }
     }
