@@ -44,9 +44,9 @@ typedef struct bkey {
     char *k;
     size_t kl;
     bwait *head, *tail;
-    int ready;             /* on the ready list */
-    struct bkey *hnext;    /* hash chain */
-    struct bkey *rnext;    /* ready list */
+    int ready;          /* on the ready list */
+    struct bkey *hnext; /* hash chain */
+    struct bkey *rnext; /* ready list */
 } bkey;
 
 typedef struct block_state {
@@ -355,8 +355,8 @@ static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
     long double f = ceill(v * 1000.0L); /* milliseconds, rounded up: 0.0001 s is 1 ms */
     /* (long long) of a value outside its range (inf included) is what x86
      * gives: LLONG_MIN, so redis calls 1e400 and inf negative. */
-    long long t = f >= 9223372036854775808.0L || f < -9223372036854775808.0L ? LLONG_MIN
-                                                                            : (long long)f;
+    long long t =
+        f >= 9223372036854775808.0L || f < -9223372036854775808.0L ? LLONG_MIN : (long long)f;
     if (t < 0) {
         reply_err(x, "ERR timeout is negative");
         return -1;
@@ -404,8 +404,8 @@ void blocking_run(cmd_ctx *x, const blocking_spec *sp) {
         reply_null(x, sp->null_array);
         return;
     }
-    if (!(b = blk_get(x->srv)) || !(st = state_of(x->c, 1)) ||
-        link_state(b, st, x, sp, ms == 0 ? 0 : ms < 0 ? mono_ms() : mono_ms() + ms)) {
+    int64_t deadline = ms == 0 ? 0 : ms < 0 ? mono_ms() : mono_ms() + ms;
+    if (!(b = blk_get(x->srv)) || !(st = state_of(x->c, 1)) || link_state(b, st, x, sp, deadline)) {
         reply_err(x, "ERR out of memory");
         return;
     }
