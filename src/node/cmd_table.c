@@ -323,7 +323,8 @@ const cmd_def cmd_table[] = {
      "element is available otherwise"},
     {"blmpop", -5, W, 0, 0, 0, CLASS_WRITE, cmd_blmpop, "list",
      "Pops the first element from one of multiple lists. Blocks until an element is available "
-     "otherwise", NULL, 2},
+     "otherwise",
+     NULL, 2},
     /* sorted sets (partial: no score index yet) */
     {"zadd", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zadd, "sorted_set",
      "Adds one or more members to a sorted set, or updates their scores"},
