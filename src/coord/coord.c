@@ -21,7 +21,9 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_elect.h"
 #include "coord/detector.h"
+#include "coord/mapstore_etcd.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/num.h"
@@ -148,6 +150,25 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
             snprintf(c->bind, sizeof c->bind, "%s", v);
         } else if (!strcmp(a, "--requirepass")) {
             snprintf(c->requirepass, sizeof c->requirepass, "%s", v);
+        } else if (!strcmp(a, "--etcd")) {
+            if (!*v || strlen(v) >= sizeof c->etcd)
+                return snprintf(err, cap, "bad --etcd (URL[,URL...])"), KEEL_EINVAL;
+            snprintf(c->etcd, sizeof c->etcd, "%s", v);
+        } else if (!strcmp(a, "--etcd-prefix")) {
+            if (!*v || strlen(v) >= sizeof c->etcd_prefix || v[strlen(v) - 1] != '/')
+                return snprintf(err, cap, "--etcd-prefix must be 1..128 bytes ending in '/'"),
+                       KEEL_EINVAL;
+            snprintf(c->etcd_prefix, sizeof c->etcd_prefix, "%s", v);
+        } else if (!strcmp(a, "--id")) {
+            if (!*v || strlen(v) >= sizeof c->id)
+                return snprintf(err, cap, "bad --id"), KEEL_EINVAL;
+            snprintf(c->id, sizeof c->id, "%s", v);
+        } else if (!strcmp(a, "--lease-ttl-s")) {
+            if (int_arg(a, v, 2, 60, &x, err, cap)) return KEEL_EINVAL;
+            c->lease_ttl_s = (int)x;
+        } else if (!strcmp(a, "--etcd-timeout-ms")) {
+            if (int_arg(a, v, 100, 60000, &x, err, cap)) return KEEL_EINVAL;
+            c->etcd_timeout_ms = (int)x;
         } else if (!strcmp(a, "--log-level")) {
             if (keel_log_parse_level(v, &c->log_level))
                 return snprintf(err, cap, "bad --log-level '%s'", v), KEEL_EINVAL;
@@ -158,15 +179,24 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
     }
     if (!c->dir[0]) return snprintf(err, cap, "--dir is required"), KEEL_EINVAL;
     if (!c->init && !c->port) return snprintf(err, cap, "--port is required"), KEEL_EINVAL;
+    if (!c->etcd[0] && (c->id[0] || c->lease_ttl_s))
+        return snprintf(err, cap, "--id and --lease-ttl-s need --etcd"), KEEL_EINVAL;
+    if (!c->etcd[0] && (c->etcd_prefix[0] || c->etcd_timeout_ms))
+        return snprintf(err, cap, "--etcd-prefix and --etcd-timeout-ms need --etcd"), KEEL_EINVAL;
     if (c->http_port && c->http_port == c->port)
         return snprintf(err, cap, "--http-port must differ from --port"), KEEL_EINVAL;
     return 0;
 }
 
 const char *coord_usage(void) {
-    return "usage: keel coord --init --dir DIR [--partitions P]   create a cluster\n"
+    return "usage: keel coord --init --dir DIR [--partitions P] [ETCD]   create a cluster\n"
            "       keel coord --dir DIR --port N [--http-port H] [--requirepass PW]\n"
-           "                  [--bind ADDR] [--log-level L]\n";
+           "                  [--bind ADDR] [--log-level L] [ETCD]\n"
+           "ETCD (the map store on etcd instead of DIR/map.db; DIR keeps the secret and keys):\n"
+           "       --etcd http://HOST:PORT[,...] [--etcd-prefix /keel/NAME/]\n"
+           "       [--etcd-timeout-ms MS]   (prefix default " MAPSTORE_ETCD_DEFAULT_PREFIX
+           ", timeout 2000)\n"
+           "       [--id C [--lease-ttl-s S]]   several coordinators, one leader (default TTL 3)\n";
 }
 
 static void paths(const coord_config *c, char *db, char *secret, size_t cap) {
@@ -178,6 +208,69 @@ static void paths(const coord_config *c, char *db, char *secret, size_t cap) {
 static void key_paths(const coord_config *c, char *key, char *pub, size_t cap) {
     snprintf(key, cap, "%s/coord.key", c->dir);
     snprintf(pub, cap, "%s/coord.pub", c->dir);
+}
+
+/* ---- The map store: SQLite in DIR, or etcd ------------------------------ */
+
+static mapstore_etcd_config etcd_config(const coord_config *c) {
+    mapstore_etcd_config e = {c->etcd, c->etcd_prefix[0] ? c->etcd_prefix : NULL,
+                              c->etcd_timeout_ms};
+    return e;
+}
+
+static void etcd_id_path(const coord_config *c, char *p, size_t cap) {
+    snprintf(p, cap, "%s/etcd.cluster", c->dir);
+}
+
+/* Creates the map (DIR/map.db, or on etcd with the id kept in
+ * DIR/etcd.cluster). */
+static int create_map(const coord_config *c, mapstore **ms, char *err, size_t cap) {
+    char db[PATH_MAX + 16], sec[PATH_MAX + 16];
+    paths(c, db, sec, sizeof db);
+    if (!c->etcd[0]) return mapstore_sqlite_create(db, c->partitions, keel_wall_ms(), ms, err, cap);
+    char idp[PATH_MAX + 16];
+    etcd_id_path(c, idp, sizeof idp);
+    mapstore_etcd_config e = etcd_config(c);
+    int rc = mapstore_etcd_create(&e, c->partitions, keel_wall_ms(), ms, err, cap);
+    if (rc) return rc;
+    FILE *fp = fopen(idp, "wx");
+    if (!fp || fprintf(fp, "%s\n", mapstore_cluster_id(*ms)) < 0 || fclose(fp)) {
+        snprintf(err, cap,
+                 "%s: %s (the map was created in etcd under %s; remove it with "
+                 "etcdctl del --prefix before trying again)",
+                 idp, strerror(errno),
+                 c->etcd_prefix[0] ? c->etcd_prefix : MAPSTORE_ETCD_DEFAULT_PREFIX);
+        mapstore_free(*ms);
+        *ms = NULL;
+        return KEEL_EIO;
+    }
+    return 0;
+}
+
+/* Opens the map; on etcd it must be the cluster DIR/etcd.cluster names. */
+static int open_map(const coord_config *c, mapstore_expect *want, mapstore **ms, char *err,
+                    size_t cap) {
+    char db[PATH_MAX + 16], sec[PATH_MAX + 16];
+    paths(c, db, sec, sizeof db);
+    if (!c->etcd[0]) return mapstore_sqlite_open(db, want, ms, err, cap);
+    char idp[PATH_MAX + 16], id[MAPSTORE_CLUSTER_ID_MAX + 2] = "";
+    etcd_id_path(c, idp, sizeof idp);
+    FILE *fp = fopen(idp, "r");
+    if (!fp || !fgets(id, sizeof id, fp)) {
+        if (fp) fclose(fp);
+        snprintf(err, cap,
+                 "%s: no etcd cluster recorded in %s (create one with keel coord "
+                 "--init --dir %s --etcd URL)",
+                 idp, c->dir, c->dir);
+        return KEEL_ENOTFOUND;
+    }
+    fclose(fp);
+    id[strcspn(id, "\n")] = 0;
+    want->cluster_id = id;
+    mapstore_etcd_config e = etcd_config(c);
+    int rc = mapstore_etcd_open(&e, want, ms, err, cap);
+    want->cluster_id = NULL;
+    return rc;
 }
 
 /* ---- --init -------------------------------------------------------------- */
@@ -195,7 +288,7 @@ int coord_init(const coord_config *c) {
         return 1;
     }
     mapstore *ms = NULL;
-    if (mapstore_sqlite_create(db, c->partitions, keel_wall_ms(), &ms, err, sizeof err)) {
+    if (create_map(c, &ms, err, sizeof err)) {
         fprintf(stderr, "keel coord: %s\n", err);
         return 1;
     }
@@ -212,6 +305,9 @@ int coord_init(const coord_config *c) {
         unlink(db);
         return 1;
     }
+    if (c->etcd[0])
+        printf("map store: etcd %s, prefix %s\n", c->etcd,
+               c->etcd_prefix[0] ? c->etcd_prefix : MAPSTORE_ETCD_DEFAULT_PREFIX);
     printf("created cluster %s with %u partitions in %s\nsecret: %s (give it to every node)\n",
            mapstore_cluster_id(ms), c->partitions, c->dir, sec);
     keel_log(KEEL_LOG_INFO, "cluster_created", "cluster=%s partitions=%u dir=%s",
@@ -566,6 +662,9 @@ const kbuf *coord_map_json(coord *co) {
 
 /* ---- Run ----------------------------------------------------------------- */
 
+/* --id: the election (coord_elect.h); NULL without it. One per process. */
+static coord_elect *elect;
+
 static void on_signal(uv_signal_t *sig, int signum) {
     coord *co = sig->data;
     if (co->stopping) return;
@@ -582,21 +681,48 @@ static void on_signal(uv_signal_t *sig, int signum) {
     uv_close((uv_handle_t *)&co->clock_timer, NULL);
     uv_close((uv_handle_t *)&co->sigint, NULL);
     uv_close((uv_handle_t *)&co->sigterm, NULL);
+    coord_elect_unwatch(elect);
 }
 
 static const rserver_ops coord_ops = {.dispatch = coord_dispatch, .on_close = coord_conn_closed};
+
+/* Starts the election and waits, as a standby, until this process leads.
+ * Nothing is opened or bound before: a standby holds no port. */
+static int become_leader(const coord_config *c, char *err, size_t cap) {
+    char addr[COORD_ELECT_ADDR_MAX + 1];
+    snprintf(addr, sizeof addr, "%s:%d", c->bind, c->port);
+    coord_elect_config ec = {c->etcd, c->etcd_prefix[0] ? c->etcd_prefix : NULL, c->id, addr,
+                             c->lease_ttl_s};
+    int rc = coord_elect_start(&ec, &elect, err, cap);
+    if (rc) return rc;
+    keel_log(KEEL_LOG_INFO, "election_started", "id=%s addr=%s", c->id, addr);
+    while (!coord_elect_wait(elect, 5000)) {
+        coord_elect_view v;
+        coord_elect_get(elect, &v);
+        keel_log(KEEL_LOG_INFO, "election_waiting", "id=%s leader=%s leader_addr=%s", c->id,
+                 v.leader_id[0] ? v.leader_id : "?", v.leader_addr[0] ? v.leader_addr : "?");
+    }
+    return 0;
+}
 
 static int coord_open(coord *co, char *err, size_t cap) {
     char db[PATH_MAX + 16], sec[PATH_MAX + 16];
     paths(&co->cfg, db, sec, sizeof db);
     mapstore_expect want = {.partitions = co->cfg.partitions_given ? co->cfg.partitions : 0};
-    int rc = mapstore_sqlite_open(db, &want, &co->ms, err, cap);
-    if (rc == KEEL_ENOTFOUND) {
+    int rc = open_map(&co->cfg, &want, &co->ms, err, cap);
+    if (rc == KEEL_ENOTFOUND && !co->cfg.etcd[0]) {
         snprintf(err, cap, "no cluster in %s (create one with keel coord --init --dir %s)",
                  co->cfg.dir, co->cfg.dir);
         return rc;
     }
     if (rc) return rc;
+    if (elect) { /* every write from now on needs the leader key to be ours */
+        coord_elect_view v;
+        coord_elect_get(elect, &v);
+        if (!v.leading)
+            return snprintf(err, cap, "lost the election while opening"), KEEL_ENOTLEADER;
+        if ((rc = mapstore_etcd_set_guard(co->ms, v.create_rev))) return rc;
+    }
     if ((rc = peerauth_secret_load(sec, &co->secret, err, cap))) return rc;
     char key[PATH_MAX + 16], pub[PATH_MAX + 16];
     key_paths(&co->cfg, key, pub, sizeof key);
@@ -634,6 +760,7 @@ int coord_run(const coord_config *cfg) {
     signal(SIGPIPE, SIG_IGN);
     int status = 1;
     if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail;
+    if (cfg->id[0] && become_leader(cfg, err, sizeof err)) goto fail;
     if (coord_open(co, err, sizeof err)) goto fail;
     rserver_config rc = {.bind = cfg->bind,
                          .port = cfg->port,
@@ -671,6 +798,10 @@ int coord_run(const coord_config *cfg) {
     co->sigint.data = co->sigterm.data = co;
     uv_signal_start(&co->sigint, on_signal, SIGINT);
     uv_signal_start(&co->sigterm, on_signal, SIGTERM);
+    if (elect && coord_elect_watch(elect, co->loop)) {
+        snprintf(err, sizeof err, "cannot watch the election");
+        goto fail;
+    }
     keel_log(KEEL_LOG_INFO, "coord_listen",
              "cluster=%s addr=%s:%d term=%llu version=%llu partitions=%u http_port=%d",
              mapstore_cluster_id(co->ms), cfg->bind, cfg->port, (unsigned long long)co->term,
@@ -685,6 +816,8 @@ fail:
     coord_dash_stop(co);
     uv_run(co->loop, UV_RUN_NOWAIT);
 done:
+    coord_elect_stop(elect); /* a leader resigns: a standby takes over at once */
+    elect = NULL;
     coord_moves_stop(co);
     coord_dash_free(co);
     free(co->mv);

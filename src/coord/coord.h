@@ -7,10 +7,17 @@
  * NODES, PARTITIONS) to operators over RESP on the same port.
  *
  * On-disk layout of --dir:
- *   map.db          the map store (mapstore_sqlite)
+ *   map.db          the map store (mapstore_sqlite), unless --etcd
+ *   etcd.cluster    with --etcd: the id of the cluster made by --init, which
+ *                   the map under --etcd-prefix must have (mapstore_etcd)
  *   cluster.secret  32 random bytes as hex, mode 0600 (peerauth)
  *
- * Threads: one libuv loop thread.
+ * With --etcd the map store is mapstore_etcd (docs/mapstore.md); with --id
+ * as well, the process first waits as a standby until it wins the election
+ * (coord_elect.h) and exits with status 3 when it stops leading.
+ *
+ * Threads: one libuv loop thread (plus the etcd clients' and the election's
+ * internal threads).
  */
 #ifndef KEEL_COORD_H
 #define KEEL_COORD_H
@@ -29,6 +36,11 @@ typedef struct coord_config {
     char bind[64];         /* --bind, default 127.0.0.1 */
     char requirepass[256]; /* --requirepass */
     int log_level;
+    char etcd[1024];       /* --etcd URL[,URL...]: the map store on etcd; "" = SQLite */
+    char etcd_prefix[129]; /* --etcd-prefix, default MAPSTORE_ETCD_DEFAULT_PREFIX */
+    int etcd_timeout_ms;   /* --etcd-timeout-ms, default MAPSTORE_ETCD_DEFAULT_TIMEOUT_MS */
+    char id[65];           /* --id C: leader election among coordinators (coord_elect.h) */
+    int lease_ttl_s;       /* --lease-ttl-s, default COORD_ELECT_DEFAULT_TTL_S */
 } coord_config;
 
 void coord_config_default(coord_config *c);

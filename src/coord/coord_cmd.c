@@ -8,6 +8,7 @@
  * the handshake, never a field of a later command. A heartbeat reply carries
  * the map as a directive (term, sequence) whenever the node's map is older.
  */
+#include "coord/coord_elect.h"
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
@@ -154,6 +155,29 @@ void coord_reply_json(cctx *x, cJSON *root) {
     cJSON_Delete(root);
 }
 
+/* With --id: who leads, since when, and every coordinator taking part. */
+static void election_json(cJSON *r) {
+    coord_elect *e = coord_elect_current();
+    if (!e) return;
+    coord_elect_view v;
+    coord_elect_member m[COORD_ELECT_MEMBERS_MAX];
+    coord_elect_get(e, &v);
+    size_t n = coord_elect_members(e, m, COORD_ELECT_MEMBERS_MAX);
+    cJSON *o = cJSON_AddObjectToObject(r, "election");
+    cJSON_AddStringToObject(o, "id", coord_elect_id(e));
+    cJSON_AddStringToObject(o, "leader", v.leader_id);
+    cJSON_AddStringToObject(o, "leader_addr", v.leader_addr);
+    cJSON_AddNumberToObject(o, "leader_since_ms", (double)v.since_ms);
+    cJSON *a = cJSON_AddArrayToObject(o, "standbys");
+    for (size_t i = 0; i < n && i < COORD_ELECT_MEMBERS_MAX; i++)
+        if (strcmp(m[i].id, v.leader_id)) {
+            cJSON *s = cJSON_CreateObject();
+            cJSON_AddStringToObject(s, "id", m[i].id);
+            cJSON_AddStringToObject(s, "addr", m[i].addr);
+            cJSON_AddItemToArray(a, s);
+        }
+}
+
 /* The STATUS view as JSON (caller frees); NULL on a map store error. */
 static cJSON *status_json(coord *co, int64_t now) {
     size_t nn;
@@ -165,6 +189,7 @@ static cJSON *status_json(coord *co, int64_t now) {
     cJSON_AddNumberToObject(r, "map_version", (double)mapstore_version(co->ms));
     cJSON_AddNumberToObject(r, "term", (double)co->term);
     cJSON_AddNumberToObject(r, "partitions", co->partitions);
+    election_json(r);
     cJSON_AddNumberToObject(r, "imbalance", imb);
     cJSON *nodes = cJSON_AddArrayToObject(r, "nodes");
     for (size_t k = 0; k < nn; k++) {
@@ -249,6 +274,17 @@ static void c_status(cctx *x) {
                     mapstore_membership_name(v[k].n.membership), v[k].partitions,
                     (unsigned long long)v[k].bytes, (unsigned long long)v[k].keys, v[k].ops,
                     v[k].util);
+    if (coord_elect_current()) {
+        coord_elect_view ev;
+        coord_elect_member m[COORD_ELECT_MEMBERS_MAX];
+        coord_elect_get(coord_elect_current(), &ev);
+        size_t n = coord_elect_members(coord_elect_current(), m, COORD_ELECT_MEMBERS_MAX);
+        kbuf_printf(&b, "\nleader %s (%s) since %.1f s ago; standbys:", ev.leader_id,
+                    ev.leader_addr, (double)(keel_wall_ms() - ev.since_ms) / 1000.0);
+        for (size_t i = 0; i < n && i < COORD_ELECT_MEMBERS_MAX; i++)
+            if (strcmp(m[i].id, ev.leader_id)) kbuf_printf(&b, " %s (%s)", m[i].id, m[i].addr);
+        kbuf_printf(&b, "\n");
+    }
     kbuf_printf(&b,
                 "\nimbalance %.3f (max/mean utilisation)  map version %llu  term %llu  "
                 "partitions %u\n\nsettings:\n",

@@ -8,6 +8,7 @@
  * cleanups that fell due.
  */
 #include "coord/coord_move.h"
+#include "coord/coord_elect.h"
 #include "coord/coord_history.h"
 #include "coord/coord_int.h"
 #include "coord/coord_links.h"
@@ -33,10 +34,13 @@
 
 /* Within FENCED: FENCE sent to S, then VERIFY to D, then the commit. */
 typedef enum {
-    FENCE_NONE = 0,   /* not started here (a FENCED record from before a restart) */
-    FENCE_SENT,       /* KEEL.MOVE.FENCE to S; awaiting f and S's digest */
-    FENCE_VERIFYING,  /* KEEL.MOVE.VERIFY f to D; awaiting D's digest at f */
-    FENCE_COMMITTING, /* digests equal: the map store commit is under way */
+    FENCE_NONE = 0,       /* not started here (a FENCED record from before a restart) */
+    FENCE_SENT,           /* KEEL.MOVE.FENCE to S; awaiting f and S's digest */
+    FENCE_VERIFYING,      /* KEEL.MOVE.VERIFY f to D; awaiting D's digest at f */
+    FENCE_COMMITTING,     /* digests equal: the map store commit is under way */
+    FENCE_COMMIT_UNKNOWN, /* the commit's outcome is unknown (KEEL_EUNKNOWN): the move stays
+                             FENCED, the record is re-read and the commit retried; never
+                             aborted for it (issue 12) */
 } fence_step;
 
 typedef coord_link nlink; /* coord_links.h */
@@ -54,6 +58,7 @@ typedef struct cmove {
     fence_step fence_step;    /* the critical section's sub-steps (DESIGN §6 steps 4-5) */
     uint64_t fence_us;        /* when FENCE was sent (monotonic) */
     int64_t fence_ms;
+    int64_t commit_retry_ms; /* FENCE_COMMIT_UNKNOWN: next re-read (coord_now) */
     uint64_t f, digest_s, keys_s;
     int need_commit_s, need_commit_d, need_abort_s, need_abort_d, cleanup_sent;
     double pause_ms; /* fence sent -> destination serving; < 0 unknown */
@@ -346,11 +351,13 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
 static int send_to(cms *x, cmove *m, const char *node, int kind, int argc, const char **argv,
                    const size_t *lens) {
     nlink *l = link_ready_for(x, node, coord_now(x->co));
-    if (!l) return -1;
+    if (!l || !coord_elect_may_act()) return -1; /* a deposed leader sends nothing */
     return peerlink_send(l->pl, on_reply, tag_of(m->rec.id, kind), argc, argv, lens) ? -1 : 0;
 }
 
 /* ---- The commit ---------------------------------------------------------------- */
+
+static void committed(cms *x, cmove *m, int64_t now, uint64_t epoch, uint64_t version);
 
 static void commit_move(cms *x, cmove *m) {
     coord *co = x->co;
@@ -362,12 +369,29 @@ static void commit_move(cms *x, cmove *m) {
     uint64_t epoch = 0, version = 0;
     persist_bytes(x, m);
     int rc = mapstore_move_commit(co->ms, m->rec.id, now, &epoch, &version);
+    /* An unknown outcome, or any failure of a retry other than a refusal,
+     * keeps the move FENCED: aborting a commit that may have applied could
+     * leave two owners. step_fence re-reads the record and retries. */
+    if (rc && rc != KEEL_EINVAL && rc != KEEL_ENOTFOUND &&
+        (rc == KEEL_EUNKNOWN || m->fence_step == FENCE_COMMIT_UNKNOWN)) {
+        keel_log(KEEL_LOG_WARN, "move_commit_unknown", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
+        m->fence_step = FENCE_COMMIT_UNKNOWN;
+        m->commit_retry_ms = coord_now(co) + 1000;
+        return;
+    }
     if (rc) {
         keel_log(KEEL_LOG_ERROR, "move_commit_failed", "move=%llu error=\"%s\"",
                  (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
         abort_move(x, m, "commit-failed");
         return;
     }
+    committed(x, m, now, epoch, version);
+}
+
+/* The commit of m applied (answered, or found on a re-read). */
+static void committed(cms *x, cmove *m, int64_t now, uint64_t epoch, uint64_t version) {
+    coord *co = x->co;
     refresh(x, m);
     coord_history_event(co->history, now, m->rec.id, m->rec.partition, HISTORY_MOVE_COMMIT);
     x->counts.committed_total++;
@@ -501,9 +525,35 @@ static void step_watch_copy(step *s) {
         abort_move(s->x, m, "stalled");
 }
 
+/* FENCE_COMMIT_UNKNOWN: re-read the record (a reload of the map store) at
+ * most once a second; COMMITTED means the lost commit applied, FENCED that
+ * it did not (or not yet: the retry's own guard then fails, and it is
+ * re-read again). */
+static void retry_commit(step *s) {
+    cmove *m = s->m;
+    mapstore_move rec;
+    mapstore_partition p;
+    if (s->now < m->commit_retry_ms) return;
+    m->commit_retry_ms = s->now + 1000;
+    if (mapstore_move_get(s->co->ms, m->rec.id, &rec)) return; /* store unreachable: later */
+    if (rec.state == MAPSTORE_MOVE_FENCED) {
+        commit_move(s->x, m);
+    } else if (rec.state == MAPSTORE_MOVE_COMMITTED &&
+               mapstore_partition_get(s->co->ms, rec.partition, &p) == 0) {
+        keel_log(KEEL_LOG_INFO, "move_commit_settled", "move=%llu applied=1",
+                 (unsigned long long)rec.id);
+        committed(s->x, m, rec.at_ms[MAPSTORE_MOVE_COMMITTED], p.epoch,
+                  mapstore_version(s->co->ms));
+    }
+}
+
 static void step_fence(step *s) {
     cms *x = s->x;
     cmove *m = s->m;
+    if (m->fence_step == FENCE_COMMIT_UNKNOWN) {
+        retry_commit(s);
+        return;
+    }
     if (m->fence_step == FENCE_NONE) { /* fenced before a restart of ours: cannot resume */
         abort_move(x, m, "coordinator-restart");
         return;
@@ -661,6 +711,7 @@ static void on_state(void *arg, void *tag, redisReply *r) {
         num(p, sizeof p, (uint64_t)e->element[0]->integer);
         int known = mapstore_move_get(x->co->ms, mid, &rec) == 0;
         const char *st = e->element[1]->str;
+        if (!coord_elect_may_act()) return;
         if (known && rec.state == MAPSTORE_MOVE_DONE && !strcmp(st, "RETIRED")) {
             const char *argv[] = {"KEEL.MOVE.CLEANUP", t, id, p};
             peerlink_send(l->pl, NULL, NULL, 4, argv, NULL);
@@ -676,6 +727,7 @@ static void reconcile(cms *x, nlink *l) {
     char t[24];
     num(t, sizeof t, x->co->term);
     const char *argv[] = {"KEEL.MOVE.STATE", t};
+    if (!coord_elect_may_act()) return;
     peerlink_send(l->pl, on_state, (void *)(uintptr_t)l->gen, 2, argv, NULL);
 }
 

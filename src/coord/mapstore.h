@@ -10,10 +10,11 @@
  * Interface and backends. A `mapstore` is an opaque handle. The calls below
  * validate their arguments (the same way for every backend) and dispatch
  * through a table of backend functions (mapstore_ops, at the end of this
- * file). The SQLite backend (mapstore_sqlite_create/open) is the only one
- * today; an etcd backend for coordinator HA (DESIGN §11) will be another
- * constructor returning the same handle, so nothing above this header
- * changes. Callers never see SQL, files or transactions.
+ * file). Two backends return the same handle: SQLite
+ * (mapstore_sqlite_create/open, below) and etcd (coord/mapstore_etcd.h, for
+ * coordinator HA), so nothing above this header depends on which. Callers
+ * never see SQL, keys, files or transactions. Backend-specific error codes
+ * and durability notes are in each backend's header.
  *
  * What the map version covers. The version is the version of the routing map
  * that the coordinator pushes to nodes, which a node refuses to go back on.

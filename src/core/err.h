@@ -19,7 +19,9 @@
     X(CORRUPT, "corrupt data")                                                                     \
     X(EXIST, "already exists")                                                                     \
     X(WRONGTYPE, "wrong type")                                                                     \
-    X(RANGE, "value out of range")
+    X(RANGE, "value out of range")                                                                 \
+    X(UNKNOWN, "outcome unknown")                                                                  \
+    X(NOTLEADER, "not the leader")
 
 enum {
     KEEL_OK = 0,

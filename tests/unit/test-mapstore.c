@@ -3,14 +3,23 @@
  * trip across a reopen, the epoch/version rules of ownership changes, move
  * transitions, settings ages, the term, and durability without a close.
  * Each case gets a fresh temporary directory (mkdtemp), removed afterwards.
- * Times are fixed constants: the store never reads a clock. */
+ * Times are fixed constants: the store never reads a clock.
+ *
+ * Two backends. Every case that does not reach into SQLite's file runs
+ * twice: in the group "sqlite" and in the group "etcd", where create() and
+ * reopen() use mapstore_etcd on a throwaway etcd (etcd_fixture.h), each
+ * case under a prefix of its own. Without an etcd binary the etcd group is
+ * skipped with a notice. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "etcd_fixture.h"
+
 #include "coord/mapstore.h"
+#include "coord/mapstore_etcd.h"
 #include "core/err.h"
 #include "core/failpoint.h"
 
@@ -29,8 +38,24 @@
 typedef struct fx {
     char dir[64];
     char path[128];
+    char prefix[64]; /* the etcd backend's key prefix */
     mapstore *ms;
 } fx;
+
+static int use_etcd; /* which backend create() and reopen() use */
+static etcd_fixture etcd;
+
+static mapstore_etcd_config etcd_cfg(const fx *f) {
+    mapstore_etcd_config c = {etcd.url, f->prefix, 5000};
+    return c;
+}
+
+/* Opens f's store with the current backend. */
+static int open_store(fx *f, const mapstore_expect *ex, mapstore **ms, char *err, size_t cap) {
+    if (!use_etcd) return mapstore_sqlite_open(f->path, ex, ms, err, cap);
+    mapstore_etcd_config c = etcd_cfg(f);
+    return mapstore_etcd_open(&c, ex, ms, err, cap);
+}
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
     (void)st, (void)flag, (void)f;
@@ -43,6 +68,8 @@ static int setup(void **state) {
     strcpy(f->dir, "/tmp/keel-test-mapstore-XXXXXX");
     if (!mkdtemp(f->dir)) return -1;
     snprintf(f->path, sizeof f->path, "%s/map.db", f->dir);
+    static unsigned seq;
+    snprintf(f->prefix, sizeof f->prefix, "/test-mapstore/%d-%u/", (int)getpid(), ++seq);
     *state = f;
     return 0;
 }
@@ -58,7 +85,9 @@ static int teardown(void **state) {
 /* Creates a store of P partitions at f->path, open in f->ms. */
 static void create(fx *f, unsigned partitions) {
     char err[MAPSTORE_ERR_MAX];
-    int rc = mapstore_sqlite_create(f->path, partitions, NOW, &f->ms, err, sizeof err);
+    mapstore_etcd_config c = etcd_cfg(f);
+    int rc = use_etcd ? mapstore_etcd_create(&c, partitions, NOW, &f->ms, err, sizeof err)
+                      : mapstore_sqlite_create(f->path, partitions, NOW, &f->ms, err, sizeof err);
     if (rc) fprintf(stderr, "create: %s\n", err);
     assert_int_equal(rc, 0);
     assert_non_null(f->ms);
@@ -69,7 +98,7 @@ static void reopen(fx *f) {
     char err[MAPSTORE_ERR_MAX];
     mapstore_free(f->ms);
     f->ms = NULL;
-    int rc = mapstore_sqlite_open(f->path, NULL, &f->ms, err, sizeof err);
+    int rc = open_store(f, NULL, &f->ms, err, sizeof err);
     if (rc) fprintf(stderr, "open: %s\n", err);
     assert_int_equal(rc, 0);
 }
@@ -78,7 +107,7 @@ static void reopen(fx *f) {
 static int open_fails(fx *f, const mapstore_expect *ex) {
     char err[MAPSTORE_ERR_MAX] = "";
     mapstore *ms = (mapstore *)1;
-    int rc = mapstore_sqlite_open(f->path, ex, &ms, err, sizeof err);
+    int rc = open_store(f, ex, &ms, err, sizeof err);
     assert_true(rc < 0);
     assert_null(ms);
     assert_true(strlen(err) > 0);
@@ -170,7 +199,7 @@ static void test_create_open_roundtrip(void **state) {
     mapstore_free(f->ms);
     char err[MAPSTORE_ERR_MAX];
     mapstore_expect ex = {id, 64};
-    assert_int_equal(mapstore_sqlite_open(f->path, &ex, &f->ms, err, sizeof err), 0);
+    assert_int_equal(open_store(f, &ex, &f->ms, err, sizeof err), 0);
     assert_string_equal(mapstore_cluster_id(f->ms), id);
     assert_int_equal(mapstore_partitions(f->ms), 64);
 }
@@ -1387,6 +1416,29 @@ static void test_cache_matches_store(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+static int group_sqlite(void **state) {
+    (void)state;
+    use_etcd = 0;
+    return 0;
+}
+
+static int group_etcd(void **state) {
+    (void)state;
+    if (etcd_fixture_start(&etcd)) {
+        fprintf(stderr, "etcd is installed but did not start\n");
+        return -1;
+    }
+    use_etcd = 1;
+    return 0;
+}
+
+static int group_etcd_end(void **state) {
+    (void)state;
+    etcd_fixture_stop(&etcd);
+    use_etcd = 0;
+    return 0;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_create_open_roundtrip),
@@ -1438,5 +1490,40 @@ int main(void) {
         T(test_durable_without_close),
         T(test_cache_matches_store),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* The cases that do not reach into SQLite's file, for the etcd backend. */
+    const struct CMUnitTest both[] = {
+        T(test_create_open_roundtrip),
+        T(test_open_wrong_partitions_refused),
+        T(test_open_wrong_cluster_id_refused),
+        T(test_term_bump_persists),
+        T(test_commit_failpoint_changes_nothing),
+        T(test_node_roundtrip),
+        T(test_node_update_keeps_registered),
+        T(test_node_state_and_heartbeat),
+        T(test_node_removed_is_final),
+        T(test_node_changes_and_version),
+        T(test_node_bad_input),
+        T(test_partitions_initial),
+        T(test_set_owner_bumps_epoch_and_version),
+        T(test_set_owner_null),
+        T(test_set_owner_refusals_change_nothing),
+        T(test_place_bumps_version_once),
+        T(test_place_is_all_or_nothing),
+        T(test_pinned_roundtrip),
+        T(test_move_roundtrip),
+        T(test_move_commit),
+        T(test_move_commit_refusals),
+        T(test_move_transitions),
+        T(test_move_one_in_flight),
+        T(test_move_bad_input),
+        T(test_settings_roundtrip_and_age),
+        T(test_settings_unset_and_bad_input),
+        T(test_quotes_are_data),
+        T(test_id_rule_enforced),
+        T(test_cache_matches_store),
+    };
+    int failed = cmocka_run_group_tests_name("sqlite", tests, group_sqlite, NULL);
+    if (etcd_fixture_available("test-mapstore group etcd"))
+        failed += cmocka_run_group_tests_name("etcd", both, group_etcd, group_etcd_end);
+    return failed;
 }
