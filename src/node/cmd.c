@@ -15,6 +15,7 @@
 #include "node/slowlog.h"
 #include "node/cmdstats.h"
 #include "node/introspect.h"
+#include "node/blocking.h"
 #include "node/move.h"
 #include "node/multi.h"
 #include "node/script.h"
@@ -272,6 +273,7 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
     if (in_multi && d->fn == cmd_exec) {
         int rc = multi_exec(&x);
         if (rc == 0) monitor_feed(&x, d);
+        blocking_serve(srv);
         return rc;
     }
     int has_keys, held = 0;
@@ -283,11 +285,14 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
         if (!held) multi_flag(c);
         return held;
     }
-    if (in_multi && !(d->flags & CMD_NOQUEUE))
+    if (in_multi && !(d->flags & CMD_NOQUEUE)) {
         multi_queue(&x, d, has_keys);
-    else
-        cmd_call(&x, d, has_keys);
-    return 0;
+        return 0;
+    }
+    x.can_block = 1;
+    cmd_call(&x, d, has_keys);
+    blocking_serve(srv); /* the keys this request made ready (blocking.h) */
+    return x.hold;
 }
 
 /* Wraps dispatch_one with what applies to every request: CLIENT REPLY
@@ -319,6 +324,7 @@ void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
     int feed_first = monitor_feed_first(d); /* introspect.h */
     if (feed_first) monitor_feed(x, d);
     d->fn(x);
+    if (x->hold) return; /* blocked: counted once, by the call that replies (blocking.h) */
     uint64_t us = keel_mono_us() - t0;
     int failed = x->out->len > before && x->out->p[before] == '-';
     cmdstats_call(srv, d, us, failed);

@@ -16,6 +16,7 @@
  * admin commands, as redis does. A monitor whose unsent output passes
  * MONITOR_MAX_BACKLOG is closed rather than letting it grow without bound.
  */
+#include "node/blocking.h"
 #include "node/cmd.h"
 #include "node/introspect.h"
 #include "node/multi.h"
@@ -49,6 +50,7 @@ static void client_line(const cmd_ctx *x, const client *c, kbuf *b) {
     if (c->monitor) flags[f++] = 'O';
     if (multi_active(c)) flags[f++] = 'x';
     if (c->no_evict) flags[f++] = 'e';
+    if (blocking_is_blocked(x->srv, c)) flags[f++] = 'b';
     if (!f) flags[f++] = 'N';
     flags[f] = 0;
     char cmd[80] = "NULL";

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "node/cmd.h"
 #include "node/cmdstats.h"
+#include "node/blocking.h"
 #include "node/script.h"
 #include "node/move.h"
 
@@ -48,9 +49,9 @@ static void info_clients(const server *s, kbuf *b) {
     kbuf_printf(b,
                 "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\n"
                 "maxclients:%d\r\nclient_recent_max_input_buffer:0\r\n"
-                "client_recent_max_output_buffer:0\r\nblocked_clients:0\r\n"
+                "client_recent_max_output_buffer:0\r\nblocked_clients:%zu\r\n"
                 "tracking_clients:0\r\nclients_in_timeout_table:0\r\n",
-                st.clients, s->cfg.maxclients);
+                st.clients, s->cfg.maxclients, blocking_count(s));
 }
 
 static void human(char *out, size_t cap, unsigned long long n) {

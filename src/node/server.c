@@ -14,6 +14,7 @@
 #include "node/latency.h"
 #include "node/slowlog.h"
 #include "node/cluster.h"
+#include "node/blocking.h"
 #include "node/cmd.h"
 #include "node/cmdstats.h"
 #include "node/introspect.h"
@@ -56,6 +57,7 @@ static void on_close(void *arg, client *c) {
     server *s = arg;
     multi_conn_closed(s, c);
     client_conn_closed(s, c);
+    blocking_conn_closed(s, c);
     move_conn_closed(s->mv, c);
 }
 
@@ -132,6 +134,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s clients=%zu", strsignal(signum), st.clients);
     if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
+    blocking_free(s);
     node_cluster_stop(s, 1); /* tells the coordinator at once: no timeout */
     moves_free(s->mv);
     s->mv = NULL;

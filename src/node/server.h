@@ -64,6 +64,7 @@ typedef struct server {
     struct latency_mon *latency;   /* LATENCY events (latency.c), lazily */
     unsigned config_gen;           /* bumped by every applied CONFIG SET */
     uint64_t handler_calls;        /* handlers run (cmd_call), for cmd_dispatch */
+    struct blocking *blk;   /* clients blocked on keys (blocking.c), NULL until the first */
     uint64_t hb_lat_prev[HISTOGRAM_BUCKETS + 1]; /* latency counts at the last heartbeat */
 } server;
 
