@@ -8,6 +8,7 @@ ARGS       ?=
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
             librocksdb-dev libuv1-dev libsqlite3-dev libssl-dev libhiredis-dev \
             libcmocka-dev libmicrohttpd-dev libcjson-dev libfaketime python3-cryptography \
+            liblua5.1-0-dev lua-cjson-dev lua-bitop-dev \
             redis-tools redis-server python3-redis \
             libjs-dygraphs prometheus chromium nodejs
 # The dashboard's browser test drives Debian's chromium with playwright-core

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* Most input kept for a held client: one read buffer's worth. */
 #define SAVED_MAX 65536
@@ -293,6 +294,26 @@ void rserver_resume(client *c) {
     /* Output made outside the poll phase (a timer, say) must not wait for
      * the next wakeup: an active idle handle keeps poll from sleeping. */
     if (c->pending && !rs->stopping) uv_idle_start(&rs->kick, on_kick);
+}
+
+void rserver_poll_busy(rserver *rs, const client *self) {
+    static char buf[16384];
+    for (client *c = rs->clients; c; c = c->next) {
+        if (c == self || c->closing || c->close_after_flush || c->held || c->writing ||
+            !c->reading || c->out.len || c->pending)
+            continue;
+        uv_os_fd_t fd;
+        if (uv_fileno((const uv_handle_t *)&c->tcp, &fd)) continue;
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0) continue; /* EOF and errors: libuv sees them again later */
+        c->last_ms = keel_wall_ms();
+        client_feed(c, buf, (size_t)n);
+        if (!c->out.len) continue;
+        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
+        int w = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (w > 0) kbuf_consume(&c->out, (size_t)w);
+        if (c->out.len || c->close_after_flush) client_mark_pending(c); /* the rest at turn end */
+    }
 }
 
 int rserver_is_held(const client *c) {

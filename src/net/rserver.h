@@ -127,6 +127,18 @@ void rserver_close_after_reply(client *c);
  * is closing (its on_close is still to come). c must not have been passed to
  * ops.on_close. */
 void rserver_resume(client *c);
+/* Serves the other clients while the loop thread is stuck in one long
+ * request of `self` (a script past its time limit; see node/script.h):
+ * reads what each idle connection has sent, with one non-blocking recv
+ * into a private buffer (the shared read buffer may still hold self's
+ * unparsed input), dispatches the complete requests through ops.dispatch
+ * (which is expected to answer them at once, -BUSY or SCRIPT KILL, never
+ * holding and never writing data), and writes their replies straight to
+ * the socket. Clients with output of the current turn not yet sent, a
+ * write in flight, a held request, or reads paused are left alone: their
+ * replies must not overtake what is queued. Accepts no new connection.
+ * Call only from inside a dispatch, on the loop thread. */
+void rserver_poll_busy(rserver *rs, const client *self);
 /* 1 while c has a held request, else 0. It is 0 during the re-dispatch in
  * rserver_resume: the request is then executing, not held. */
 int rserver_is_held(const client *c);

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "node/move.h"
 #include "node/multi.h"
+#include "node/script.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -152,9 +153,7 @@ static void reply_unknown(cmd_ctx *x) {
     reply_errf(x, "ERR unknown command '%.128s', with args beginning with: %s", x->argv[0], args);
 }
 
-/* Computes the one slot of the command's keys. Returns 0, or -1 after
- * replying -CROSSSLOT. Sets *has_keys. */
-static int keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
+int cmd_keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
     *has_keys = 0;
     int first = d->first_key, last, step;
     if (d->keynum > 0) { /* a bad count is the handler's error to reply */
@@ -209,8 +208,13 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
                  .proto = c->proto};
     x.now_ms = c->last_ms ? c->last_ms : keel_wall_ms();
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
-    if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0)
+    if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0) {
+        if (script_busy(srv)) { /* no move step inside a script's turn */
+            script_reply_busy(&x);
+            return 0;
+        }
         return move_dispatch(srv->mv, c, argc, argv, argvlen); /* cluster peers only */
+    }
     if (!d) {
         reply_unknown(&x);
         multi_flag(c);
@@ -248,10 +252,15 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
         multi_flag(c);
         return 0;
     }
+    if (script_busy(srv) && !script_allowed_busy(parent, d)) { /* a script past its limit */
+        script_reply_busy(&x);
+        multi_flag(c);
+        return 0;
+    }
     int in_multi = multi_active(c);
     if (in_multi && d->fn == cmd_exec) return multi_exec(&x);
     int has_keys, held = 0;
-    if (keys_slot(&x, d, &has_keys)) {
+    if (cmd_keys_slot(&x, d, &has_keys)) {
         multi_flag(c);
         return 0;
     }

@@ -68,6 +68,9 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
  * else replies -MOVED or -CLUSTERDOWN, or holds the request (*held =
  * RSERVER_HOLD, nothing replied), and returns 0. */
 int cmd_route(cmd_ctx *x, int *held);
+/* Computes the one slot of the keys of x's command d into x->slot. Returns
+ * 0 (*has_keys 1 if it has keys), or -1 after replying -CROSSSLOT. */
+int cmd_keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys);
 /* Runs d's handler on x (routed already) and records its metrics. */
 void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys);
 /* Iteration over the table for COMMAND. */

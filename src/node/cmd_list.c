@@ -527,3 +527,71 @@ void cmd_lpos(cmd_ctx *x) {
     kbuf_close(&out);
     flist_free(&l);
 }
+
+/* LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops up to count
+ * elements from the first non-empty list, as redis' lmpopGenericCommand:
+ * [key, [elements]], or a null array when every list is empty. */
+void cmd_lmpop(cmd_ctx *x) {
+    long long nk, count = 1;
+    if (arg_ll(x->argv[1], x->argvlen[1], &nk) || nk <= 0) {
+        reply_err(x, "ERR numkeys should be greater than 0");
+        return;
+    }
+    if (nk > x->argc - 3) {
+        reply_syntax(x);
+        return;
+    }
+    int w = 2 + (int)nk, left = arg_is(x, w, "left");
+    if (!left && !arg_is(x, w, "right")) {
+        reply_syntax(x);
+        return;
+    }
+    int j = w + 1;
+    if (j < x->argc) {
+        if (!arg_is(x, j, "count") || j + 2 != x->argc) {
+            reply_syntax(x);
+            return;
+        }
+        if (arg_ll(x->argv[j + 1], x->argvlen[j + 1], &count) || count <= 0) {
+            reply_err(x, "ERR count should be greater than 0");
+            return;
+        }
+    }
+    for (int i = 2; i < w; i++) {
+        const char *k = x->argv[i];
+        size_t kl = x->argvlen[i];
+        store_txn *t = store_txn_begin(x->srv->st);
+        obj o;
+        int r = obj_lookup(x, t, k, kl, STORE_T_LIST, &o);
+        if (r <= 0) {
+            store_txn_abort(t);
+            if (r < 0) return;
+            continue;
+        }
+        size_t n = (unsigned long long)count < o.size ? (size_t)count : o.size;
+        kbuf out;
+        kbuf_init(&out);
+        int rc = 0;
+        for (size_t e = 0; e < n && !rc; e++) {
+            uint64_t at = left ? 0 : o.size - 1;
+            store_value v;
+            rc = el_get(x, t, k, kl, &o, at, &v);
+            if (rc) break;
+            resp_w_bulk(&out, v.data, v.len);
+            store_value_release(&v);
+            rc = el_del(x, t, k, kl, &o, at);
+            if (left) o.head++;
+            o.size--;
+        }
+        if (!rc) rc = obj_save(x, t, k, kl, &o);
+        if (done(x, t, rc) == 0) {
+            resp_w_array(x->out, 2);
+            resp_w_bulk(x->out, k, kl);
+            resp_w_array(x->out, n);
+            kbuf_append(x->out, out.p, out.len);
+        }
+        kbuf_close(&out);
+        return;
+    }
+    resp_w_null_array(x->out, x->proto);
+}

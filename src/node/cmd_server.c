@@ -2,6 +2,7 @@
  * CLIENT, SELECT, QUIT, READONLY/READWRITE/ASKING, DBSIZE, CONFIG GET and
  * COMMAND. Texts follow redis-server 7.0 in cluster mode. */
 #include "node/cmd.h"
+#include "node/script.h"
 #include "core/err.h"
 
 #include <fnmatch.h>
@@ -220,6 +221,15 @@ void cmd_config_set(cmd_ctx *x) {
         return;
     }
     for (int j = 2; j < x->argc; j += 2) {
+        int bad = 0;
+        if (script_config_set(x->srv, x->argv[j], x->argv[j + 1], &bad)) { /* script.h */
+            if (bad) {
+                reply_errf(x, "ERR Invalid argument '%s' for CONFIG SET '%s'", x->argv[j + 1],
+                           x->argv[j]);
+                return;
+            }
+            continue;
+        }
         size_t i = CONFIG_NOOP_FIRST;
         while (i < n && strcasecmp(x->argv[j], config_values[i].name) != 0)
             i++;
@@ -250,6 +260,14 @@ void cmd_config_get(cmd_ctx *x) {
         else
             snprintf(vals[hits], sizeof vals[hits], "%s", v);
         match[hits++] = config_values[i].name;
+    }
+    static const char *const script_params[] = {"lua-time-limit", "busy-reply-threshold"};
+    for (size_t i = 0; i < 2 && hits < 32; i++) {
+        int hit = 0;
+        for (int j = 2; j < x->argc && !hit; j++)
+            hit = fnmatch(x->argv[j], script_params[i], FNM_CASEFOLD) == 0;
+        if (hit && script_config_get(x->srv, script_params[i], vals[hits], sizeof vals[hits]))
+            match[hits++] = script_params[i];
     }
     resp_w_map(x->out, x->proto, hits);
     for (size_t i = 0; i < hits; i++) {

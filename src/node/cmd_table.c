@@ -24,9 +24,12 @@ H(sadd) H(srem) H(scard) H(sismember) H(smismember) H(smembers) H(sscan)
 H(srandmember) H(spop) H(smove) H(sinter) H(sunion) H(sdiff)
 H(sinterstore) H(sunionstore) H(sdiffstore) H(sintercard)
 H(lpush) H(rpush) H(lpushx) H(rpushx) H(lpop) H(rpop) H(llen) H(lindex) H(lset) H(lrange)
-H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos)
+H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos) H(lmpop)
 H(zadd) H(zincrby) H(zcard) H(zscore) H(zmscore) H(zrem) H(zrange) H(zrevrange)
 H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
+H(eval) H(evalsha) H(eval_ro) H(evalsha_ro) H(fcall) H(fcall_ro) H(script) H(script_load)
+H(script_exists) H(script_flush) H(script_kill) H(function_load) H(function_flush)
+H(function_delete) H(function_kill) H(function_list)
 #undef H
 /* clang-format on */
 
@@ -37,7 +40,7 @@ H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
 #define END                                                                                        \
     { 0 }
 
-                                                                                    static const
+                                                                                        static const
     cmd_def client_subs[] = {{"id", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_id, "connection",
                               "Returns the client ID"},
                              {"getname", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_getname,
@@ -59,7 +62,27 @@ static const cmd_def memory_subs[] = {{"usage", -3, R, 0, 0, 0, CLASS_READ, cmd_
                                       END};
 
 static const cmd_def function_subs[] = {
-    {"flush", -2, W, 0, 0, 0, CLASS_ADMIN, cmd_ok, "scripting", "Deletes all library definitions"},
+    {"flush", -2, W | CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_function_flush, "scripting",
+     "Deletes all library definitions"},
+    {"load", -3, W | CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_function_load, "scripting",
+     "Creates a library"},
+    {"delete", 3, W | CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_function_delete, "scripting",
+     "Deletes a library and its functions"},
+    {"kill", 2, CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_function_kill, "scripting",
+     "Terminates a function during execution"},
+    {"list", -2, CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_function_list, "scripting",
+     "Returns information about all libraries"},
+    END};
+
+static const cmd_def script_subs[] = {
+    {"load", 3, CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_script_load, "scripting",
+     "Loads a server-side Lua script to the script cache"},
+    {"exists", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_script_exists, "scripting",
+     "Determines whether server-side Lua scripts exist in the script cache"},
+    {"flush", -2, CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_script_flush, "scripting",
+     "Removes all server-side Lua scripts from the script cache"},
+    {"kill", 2, CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_script_kill, "scripting",
+     "Terminates a server-side Lua script during execution"},
     END};
 
 static const cmd_def command_subs[] = {{"count", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_count,
@@ -280,6 +303,8 @@ const cmd_def cmd_table[] = {
      "Returns an element after popping it from one list and pushing it to another"},
     {"lpos", -3, R, 1, 1, 1, CLASS_READ, cmd_lpos, "list",
      "Returns the index of matching elements in a list"},
+    {"lmpop", -4, W, 0, 0, 0, CLASS_WRITE, cmd_lmpop, "list",
+     "Returns multiple elements from a list after removing them", NULL, 1},
     /* sorted sets (partial: no score index yet) */
     {"zadd", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zadd, "sorted_set",
      "Adds one or more members to a sorted set, or updates their scores"},
@@ -309,6 +334,21 @@ const cmd_def cmd_table[] = {
      "Returns the index of a member in a sorted set ordered by descending scores"},
     {"zscan", -3, R, 1, 1, 1, CLASS_READ, cmd_zscan, "sorted_set",
      "Iterates over members and scores of a sorted set"},
+    /* scripting (script.h); numkeys at argv[2] */
+    {"eval", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_eval, "scripting",
+     "Executes a server-side Lua script", NULL, 2},
+    {"evalsha", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_evalsha, "scripting",
+     "Executes a server-side Lua script by SHA1 digest", NULL, 2},
+    {"eval_ro", -3, R | CMD_NOSCRIPT, 0, 0, 0, CLASS_READ, cmd_eval_ro, "scripting",
+     "Executes a read-only server-side Lua script", NULL, 2},
+    {"evalsha_ro", -3, R | CMD_NOSCRIPT, 0, 0, 0, CLASS_READ, cmd_evalsha_ro, "scripting",
+     "Executes a read-only server-side Lua script by SHA1 digest", NULL, 2},
+    {"fcall", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_fcall, "scripting", "Invokes a function",
+     NULL, 2},
+    {"fcall_ro", -3, R | CMD_NOSCRIPT, 0, 0, 0, CLASS_READ, cmd_fcall_ro, "scripting",
+     "Invokes a read-only function", NULL, 2},
+    {"script", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_script, "scripting",
+     "A container for Lua scripts management commands", script_subs},
     /* transactions */
     {"multi", 1, F | CMD_NOQUEUE, 0, 0, 0, CLASS_ADMIN, cmd_multi, "transactions",
      "Starts a transaction"},

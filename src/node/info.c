@@ -2,6 +2,7 @@
  * counters, both rendered on the loop thread. */
 #include "core/clock.h"
 #include "node/cmd.h"
+#include "node/script.h"
 #include "node/move.h"
 
 #include <stdio.h>
@@ -121,7 +122,7 @@ static const struct {
     {"server", info_server},   {"clients", info_clients},
     {"stats", info_stats},     {"persistence", info_persistence},
     {"cluster", info_cluster}, {"keyspace", info_keyspace},
-    {"keel", info_keel},
+    {"keel", info_keel},       {"memory", script_info_memory}, /* script.h */
 };
 
 void cmd_info(cmd_ctx *x) {

@@ -15,6 +15,7 @@
 #include "net/http.h"
 #include "node/move.h"
 #include "node/multi.h"
+#include "node/script.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -338,6 +339,7 @@ fail:
     }
     uv_run(s->loop, UV_RUN_NOWAIT);
 done:
+    script_shutdown();
     if (s->epoch_log) fclose(s->epoch_log);
     kbuf_close(&s->first_map);
     peerauth_secret_wipe(&s->secret);

@@ -138,7 +138,7 @@ static int req_finish(resp_req *p) {
     return 1;
 }
 
-/* An empty request ("*0", "*-1", a blank inline line) is skipped. */
+/* An empty request ("*0", "*-1", "*-10", a blank inline line) is skipped. */
 static void req_skip_empty(resp_req *p) {
     p->argc = 0;
     p->req_bytes = 0;
@@ -267,7 +267,9 @@ static int step_start(resp_req *p, const char *buf, size_t len, size_t *pos) {
 
 static int step_mb_count(resp_req *p, const char *buf, size_t len, size_t *pos) {
     hdr_num *h = &p->num;
-    switch (hdr_parse(h, buf, len, pos, p->lim.max_args, 1, p->lim.max_inline)) {
+    /* Any negative count is an empty request, as in redis (ll <= 0). */
+    switch (
+        hdr_parse(h, buf, len, pos, p->lim.max_args, (uint64_t)INT64_MAX + 1, p->lim.max_inline)) {
     case HDR_MORE:
         return KEEL_EAGAIN;
     case HDR_TOOBIG:

@@ -187,10 +187,11 @@ static void req_empty_bulk(void **state) {
     resp_req_free(p);
 }
 
-/* "*0" and "*-1" are empty requests and are skipped, never returned. */
+/* "*0", "*-1" and any other negative count ("*-10", as redis' ll <= 0) are
+ * empty requests and are skipped, never returned. */
 static void req_empty_multibulk_skipped(void **state) {
     resp_req *p = resp_req_new(NULL);
-    feed_one(p, S("*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n"));
+    feed_one(p, S("*0\r\n*-1\r\n*-10\r\n*-9223372036854775808\r\n*1\r\n$4\r\nPING\r\n"));
     check_args(p, "PING", NULL);
     size_t c;
     assert_int_equal(resp_req_feed(p, S("*0\r\n"), &c), KEEL_EAGAIN);
@@ -342,9 +343,10 @@ static void inline_max_args(void **state) {
 
 /* ---- Request parser: hostile frames --------------------------------------- */
 
-/* Negative and non-numeric multibulk counts are invalid. */
+/* Non-numeric multibulk counts, "-0" and negatives past a long long are
+ * invalid (other negatives are empty requests, see above). */
 static void hostile_bad_mbulk_count(void **state) {
-    expect_proto(S("*-10\r\n"), "Protocol error: invalid multibulk length");
+    expect_proto(S("*-9223372036854775809\r\n"), "Protocol error: invalid multibulk length");
     expect_proto(S("*abc\r\n"), "Protocol error: invalid multibulk length");
     expect_proto(S("*\r\n"), "Protocol error: invalid multibulk length");
     expect_proto(S("*-\r\n"), "Protocol error: invalid multibulk length");
