@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* zset.h (which includes this module's header) */
+int zs_index_copy(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, const char *m,
+                  size_t ml, const char *val, size_t vl);
+
 #define SMALL 256
 #define LIST_MID (1ull << 63)
 
@@ -444,6 +448,11 @@ int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *
         }
     }
     for (size_t i = 0; i < l->n && !rc; i++)
+    {
         rc = sub_put(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i), l->e[i].vl);
+        if (!rc && sv->type == STORE_T_ZSET) /* and its score-index record */
+            rc = zs_index_copy(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i),
+                               l->e[i].vl);
+    }
     return rc ? rc : obj_save(x, t, dk, dkl, &o);
 }
