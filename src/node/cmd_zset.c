@@ -524,16 +524,13 @@ static void zpop_generic(cmd_ctx *x, int max) {
     }
     long long count = 1;
     if (x->argc == 3) {
-        if (arg_ll(x->argv[2], x->argvlen[2], &count)) {
-            reply_not_int(x);
-            return;
-        }
-        if (count < 0) {
+        if (arg_ll(x->argv[2], x->argvlen[2], &count) || count < 0) {
             reply_err(x, "ERR value is out of range, must be positive");
             return;
         }
-        if (count == 0) { /* before the key's type is looked at, as redis */
-            resp_w_array(x->out, 0);
+        if (count == 0) { /* after the key's type is checked, as redis 7.0 */
+            obj o;
+            if (obj_lookup(x, NULL, K(x), STORE_T_ZSET, &o) >= 0) resp_w_array(x->out, 0);
             return;
         }
     }
@@ -848,11 +845,7 @@ static void zalgebra(cmd_ctx *x, int nki, int op, int dst, int card) {
             withscores = 1;
         } else if (card && remaining >= 2 && arg_is(x, j, "limit")) {
             j++;
-            if (arg_ll(x->argv[j], x->argvlen[j], &limit)) {
-                reply_not_int(x);
-                goto out;
-            }
-            if (limit < 0) {
+            if (arg_ll(x->argv[j], x->argvlen[j], &limit) || limit < 0) {
                 reply_err(x, "ERR LIMIT can't be negative");
                 goto out;
             }
@@ -954,7 +947,9 @@ void cmd_zintercard(cmd_ctx *x) {
 
 /* ---- ZSCAN ----------------------------------------------------------------------------- */
 
-/* ZSCAN: member, score pairs (the score as ZSCORE writes it), member order. */
+/* ZSCAN: member, score pairs (the score as ZSCORE writes it) in score
+ * order, the cursor an offset in it (a small set comes back whole, in the
+ * order redis' listpack has). */
 void cmd_zscan(cmd_ctx *x) {
     unsigned long long cur;
     const char *pat;
@@ -965,10 +960,9 @@ void cmd_zscan(cmd_ctx *x) {
     int r = obj_lookup(x, NULL, K(x), STORE_T_ZSET, &o);
     if (r < 0) return;
     if (r && cur == 0 && o.size <= 2048) count = 2048;
-    zs_lrange all = {.mininf = -1, .maxinf = 1};
     zlist l;
     zlist_init(&l);
-    long n = r ? zs_range_lex(x, K(x), &o, &all, 0, (size_t)cur, (size_t)count, &l) : 0;
+    long n = r ? zs_range_score(x, K(x), &o, NULL, 0, (size_t)cur, (size_t)count, &l) : 0;
     if (n < 0) {
         zlist_free(&l);
         reply_storage(x, (int)n);

@@ -9,6 +9,7 @@
 #include "core/zscore.h"
 #include "node/multi.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -59,15 +60,20 @@ static double bits_get(const char *p) {
 }
 
 int zs_arg_double(const char *s, size_t len, double *out) {
-    char buf[128];
-    if (len == 0 || len >= sizeof buf || memchr(s, 0, len)) return -1;
+    /* redis' getDoubleFromObject: strtod over the whole string, no leading
+     * space, no overflow to +-HUGE_VAL or underflow to 0, not NaN. */
+    if (len == 0 || memchr(s, 0, len) || isspace((unsigned char)s[0])) return -1;
+    char small[128], *buf = len < sizeof small ? small : malloc(len + 1);
+    if (!buf) return -1;
     memcpy(buf, s, len);
     buf[len] = 0;
-    if (buf[0] == ' ' || buf[len - 1] == ' ') return -1;
     char *end;
     errno = 0;
     double d = strtod(buf, &end);
-    if (*end || isnan(d)) return -1;
+    int bad = (size_t)(end - buf) != len || isnan(d) ||
+              (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL || fpclassify(d) == FP_ZERO));
+    if (buf != small) free(buf);
+    if (bad) return -1;
     *out = d;
     return 0;
 }
@@ -150,6 +156,7 @@ static int zidx_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint64_t
 
 int zs_set(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, const char *m,
            size_t ml, double s, const double *old) {
+    if (s == 0) s = 0; /* -0 is stored as 0: redis replies "0" for it (listpack) */
     char v[8];
     bits_put(v, s);
     int rc = 0;
