@@ -183,11 +183,82 @@ static void index_in_step(void **state) {
     EXPECT(f, "ZPOPMIN s", WT);
 }
 
+/* A format-2 store (sorted sets with member records only) gets its score
+ * index at open: ranges and ranks then work, and the format is 3. */
+static void format2_upgrade(void **state) {
+    fixture *f = *state;
+    unsigned slot = keel_key_slot("old", 3);
+    const uint64_t ver = 77;
+    char meta[16], rk[64], val[8];
+    for (int i = 0; i < 8; i++) {
+        meta[i] = (char)(ver >> (56 - 8 * i));
+        meta[8 + i] = (char)(i == 7 ? 3 : 0);
+    }
+    store_txn *t = store_txn_begin(f->srv.st);
+    assert_int_equal(store_txn_put(t, slot, "\x00old", 4, STORE_T_ZSET, 0, meta, 16), 0);
+    const char *mem[3] = {"a", "b", "c"};
+    const double sc[3] = {3.5, -1, 2};
+    for (int m = 0; m < 3; m++) {
+        size_t pl = store_sub_prefix(rk, "old", 3, ver);
+        rk[pl] = mem[m][0];
+        uint64_t u;
+        memcpy(&u, &sc[m], 8);
+        for (int i = 0; i < 8; i++)
+            val[i] = (char)(u >> (56 - 8 * i));
+        assert_int_equal(store_txn_put(t, slot, rk, pl + 1, STORE_T_SUB | STORE_T_ZSET, 0, val, 8), 0);
+    }
+    assert_int_equal(store_txn_commit(t), 0);
+    store_free(f->srv.st);
+    rocksdb_options_t *o = rocksdb_options_create();
+    const char *names[2] = {"default", "meta"};
+    const rocksdb_options_t *cfo[2] = {o, o};
+    rocksdb_column_family_handle_t *h[2];
+    char *err = NULL;
+    rocksdb_t *db = rocksdb_open_column_families(o, f->dir, 2, names, cfo, h, &err);
+    assert_null(err);
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_put_cf(db, wo, h[1], "c/format", 8, "2", 1, &err);
+    assert_null(err);
+    rocksdb_column_family_handle_destroy(h[0]);
+    rocksdb_column_family_handle_destroy(h[1]);
+    rocksdb_close(db);
+    rocksdb_writeoptions_destroy(wo);
+    rocksdb_options_destroy(o);
+    open_store(f);
+    assert_int_equal(records(f), 7); /* metadata, 3 members, 3 index records */
+    EXPECT(f, "ZRANGE old 0 -1", "*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\na\r\n");
+    EXPECT(f, "ZRANK old a", ":2\r\n");
+    EXPECT(f, "ZPOPMAX old", "*2\r\n$1\r\na\r\n$3\r\n3.5\r\n");
+    assert_int_equal(records(f), 5);
+    store_free(f->srv.st);
+    o = rocksdb_options_create();
+    cfo[0] = cfo[1] = o;
+    db = rocksdb_open_column_families(o, f->dir, 2, names, cfo, h, &err);
+    assert_null(err);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    size_t fl = 0;
+    char *fmt = rocksdb_get_cf(db, ro, h[1], "c/format", 8, &fl, &err);
+    assert_null(err);
+    assert_non_null(fmt);
+    assert_int_equal(fl, 1);
+    assert_int_equal(fmt[0], '3');
+    rocksdb_free(fmt);
+    rocksdb_readoptions_destroy(ro);
+    rocksdb_column_family_handle_destroy(h[0]);
+    rocksdb_column_family_handle_destroy(h[1]);
+    rocksdb_close(db);
+    rocksdb_options_destroy(o);
+    open_store(f); /* format 3 now: opens as is */
+    assert_int_equal(records(f), 5);
+    EXPECT(f, "ZRANGE old 0 -1 WITHSCORES", "*4\r\n$1\r\nb\r\n$2\r\n-1\r\n$1\r\nc\r\n$1\r\n2\r\n");
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(scan_rev),
         T(index_in_step),
+        T(format2_upgrade),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
