@@ -10,6 +10,7 @@
 #include "core/crc16.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "node/blocking.h"
 #include "node/move.h"
 #include "node/multi.h"
 #include "node/script.h"
@@ -258,7 +259,11 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
         return 0;
     }
     int in_multi = multi_active(c);
-    if (in_multi && d->fn == cmd_exec) return multi_exec(&x);
+    if (in_multi && d->fn == cmd_exec) {
+        int rc = multi_exec(&x);
+        blocking_serve(srv);
+        return rc;
+    }
     int has_keys, held = 0;
     if (cmd_keys_slot(&x, d, &has_keys)) {
         multi_flag(c);
@@ -268,11 +273,14 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
         if (!held) multi_flag(c);
         return held;
     }
-    if (in_multi && !(d->flags & CMD_NOQUEUE))
+    if (in_multi && !(d->flags & CMD_NOQUEUE)) {
         multi_queue(&x, d, has_keys);
-    else
-        cmd_call(&x, d, has_keys);
-    return 0;
+        return 0;
+    }
+    x.can_block = 1;
+    cmd_call(&x, d, has_keys);
+    blocking_serve(srv); /* the keys this request made ready (blocking.h) */
+    return x.hold;
 }
 
 void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {

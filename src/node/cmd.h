@@ -23,6 +23,8 @@ typedef struct cmd_ctx {
     int64_t now_ms;
     unsigned slot;      /* the slot of the command's keys, when it has keys */
     unsigned partition; /* its partition */
+    int can_block;      /* a top-level request: may block (blocking.h); 0 in EXEC, scripts */
+    int hold;           /* set by blocking_run: dispatch returns it (RSERVER_HOLD) */
 } cmd_ctx;
 
 typedef void (*cmd_fn)(cmd_ctx *x);

@@ -5,10 +5,11 @@
  * are point reads. LPUSH takes head - 1; a new list starts at 2^63.
  * Commands that shift elements (LREM, LINSERT) rewrite the list under a new
  * version. Semantics and error texts follow redis-server 7.0 (t_list.c).
- * The blocking forms are not implemented. */
+ * The blocking forms are in cmd_blocking.c, through node/list.h. */
 #include "node/cmd.h"
 #include "core/err.h"
 #include "node/db.h"
+#include "node/list.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -391,21 +392,31 @@ void cmd_linsert(cmd_ctx *x) {
     flist_free(&l);
 }
 
-/* LMOVE src dst LEFT|RIGHT LEFT|RIGHT, and RPOPLPUSH (RIGHT LEFT). */
-static void move_generic(cmd_ctx *x, int from_left, int to_left) {
-    const char *sk = x->argv[1], *dk = x->argv[2];
-    size_t skl = x->argvlen[1], dkl = x->argvlen[2];
+int list_peek(cmd_ctx *x, const char *k, size_t kl) {
+    store_value v;
+    int rc = db_get(x, NULL, k, kl, &v);
+    if (rc == KEEL_ENOTFOUND) return 0;
+    if (rc) {
+        reply_storage(x, rc);
+        return -1;
+    }
+    int list = v.type == STORE_T_LIST;
+    store_value_release(&v);
+    return list ? 1 : -2; /* a list key exists only while it has elements */
+}
+
+int list_move(cmd_ctx *x, const char *sk, size_t skl, const char *dk, size_t dkl, int from_left,
+              int to_left) {
     store_txn *t = store_txn_begin(x->srv->st);
     obj so, dobj;
     int r = obj_lookup(x, t, sk, skl, STORE_T_LIST, &so);
     if (r <= 0) {
         store_txn_abort(t);
-        if (r == 0) resp_w_null(x->out, x->proto);
-        return;
+        return r < 0;
     }
     if (obj_lookup(x, t, dk, dkl, STORE_T_LIST, &dobj) < 0) {
         store_txn_abort(t);
-        return;
+        return 1;
     }
     uint64_t at = from_left ? 0 : so.size - 1;
     store_value v;
@@ -413,7 +424,7 @@ static void move_generic(cmd_ctx *x, int from_left, int to_left) {
     if (rc) {
         store_txn_abort(t);
         reply_storage(x, rc);
-        return;
+        return 1;
     }
     char *val = malloc(v.len ? v.len : 1);
     size_t vl = v.len;
@@ -429,13 +440,20 @@ static void move_generic(cmd_ctx *x, int from_left, int to_left) {
         if (obj_lookup(x, t, dk, dkl, STORE_T_LIST, &dobj) < 0) {
             store_txn_abort(t);
             free(val);
-            return;
+            return 1;
         }
     }
     if (!rc) rc = push(x, t, dk, dkl, &dobj, to_left, &val, &vl, 1);
     if (!rc) rc = obj_save(x, t, dk, dkl, &dobj);
     if (done(x, t, rc) == 0) resp_w_bulk(x->out, val, vl);
     free(val);
+    return 1;
+}
+
+/* LMOVE src dst LEFT|RIGHT LEFT|RIGHT, and RPOPLPUSH (RIGHT LEFT). */
+static void move_generic(cmd_ctx *x, int from_left, int to_left) {
+    if (!list_move(x, x->argv[1], x->argvlen[1], x->argv[2], x->argvlen[2], from_left, to_left))
+        resp_w_null(x->out, x->proto);
 }
 
 void cmd_rpoplpush(cmd_ctx *x) {
@@ -558,40 +576,47 @@ void cmd_lmpop(cmd_ctx *x) {
         }
     }
     for (int i = 2; i < w; i++) {
-        const char *k = x->argv[i];
-        size_t kl = x->argvlen[i];
-        store_txn *t = store_txn_begin(x->srv->st);
-        obj o;
-        int r = obj_lookup(x, t, k, kl, STORE_T_LIST, &o);
-        if (r <= 0) {
-            store_txn_abort(t);
-            if (r < 0) return;
-            continue;
-        }
-        size_t n = (unsigned long long)count < o.size ? (size_t)count : o.size;
         kbuf out;
         kbuf_init(&out);
-        int rc = 0;
-        for (size_t e = 0; e < n && !rc; e++) {
-            uint64_t at = left ? 0 : o.size - 1;
-            store_value v;
-            rc = el_get(x, t, k, kl, &o, at, &v);
-            if (rc) break;
-            resp_w_bulk(&out, v.data, v.len);
-            store_value_release(&v);
-            rc = el_del(x, t, k, kl, &o, at);
-            if (left) o.head++;
-            o.size--;
-        }
-        if (!rc) rc = obj_save(x, t, k, kl, &o);
-        if (done(x, t, rc) == 0) {
+        long n = list_pop_n(x, x->argv[i], x->argvlen[i], left, count, &out);
+        if (n > 0) {
             resp_w_array(x->out, 2);
-            resp_w_bulk(x->out, k, kl);
-            resp_w_array(x->out, n);
+            resp_w_bulk(x->out, x->argv[i], x->argvlen[i]);
+            resp_w_array(x->out, (size_t)n);
             kbuf_append(x->out, out.p, out.len);
         }
         kbuf_close(&out);
-        return;
+        if (n) return; /* popped, or replied an error */
     }
     resp_w_null_array(x->out, x->proto);
+}
+
+long list_pop_n(cmd_ctx *x, const char *k, size_t kl, int left, long long count, kbuf *out) {
+    store_txn *t = store_txn_begin(x->srv->st);
+    obj o;
+    int r = obj_lookup(x, t, k, kl, STORE_T_LIST, &o);
+    if (r <= 0) {
+        store_txn_abort(t);
+        return r < 0 ? -1 : 0;
+    }
+    size_t n = (unsigned long long)count < o.size ? (size_t)count : o.size;
+    size_t start = out->len;
+    int rc = 0;
+    for (size_t e = 0; e < n && !rc; e++) {
+        uint64_t at = left ? 0 : o.size - 1;
+        store_value v;
+        rc = el_get(x, t, k, kl, &o, at, &v);
+        if (rc) break;
+        resp_w_bulk(out, v.data, v.len);
+        store_value_release(&v);
+        rc = el_del(x, t, k, kl, &o, at);
+        if (left) o.head++;
+        o.size--;
+    }
+    if (!rc) rc = obj_save(x, t, k, kl, &o);
+    if (done(x, t, rc)) {
+        out->len = start;
+        return -1;
+    }
+    return (long)n;
 }

@@ -25,6 +25,7 @@ H(srandmember) H(spop) H(smove) H(sinter) H(sunion) H(sdiff)
 H(sinterstore) H(sunionstore) H(sdiffstore) H(sintercard)
 H(lpush) H(rpush) H(lpushx) H(rpushx) H(lpop) H(rpop) H(llen) H(lindex) H(lset) H(lrange)
 H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos) H(lmpop)
+H(blpop) H(brpop) H(brpoplpush) H(blmove) H(blmpop) H(client_unblock)
 H(zadd) H(zincrby) H(zcard) H(zscore) H(zmscore) H(zrem) H(zrange) H(zrevrange)
 H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
 H(zrangebylex) H(zrevrangebylex) H(zrangestore) H(zlexcount) H(zremrangebyrank)
@@ -50,6 +51,8 @@ H(function_delete) H(function_kill) H(function_list)
                               "connection", "Returns the connection name"},
                              {"setname", 3, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_setname,
                               "connection", "Sets the connection name"},
+                             {"unblock", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_client_unblock,
+                              "connection", "Unblocks a client blocked by a blocking command"},
                              END};
 
 static const cmd_def config_subs[] = {{"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_get,
@@ -308,6 +311,22 @@ const cmd_def cmd_table[] = {
      "Returns the index of matching elements in a list"},
     {"lmpop", -4, W, 0, 0, 0, CLASS_WRITE, cmd_lmpop, "list",
      "Returns multiple elements from a list after removing them", NULL, 1},
+    /* blocking lists (cmd_blocking.c, blocking.h) */
+    {"blpop", -3, W, 1, -2, 1, CLASS_WRITE, cmd_blpop, "list",
+     "Removes and returns the first element in a list. Blocks until an element is available "
+     "otherwise"},
+    {"brpop", -3, W, 1, -2, 1, CLASS_WRITE, cmd_brpop, "list",
+     "Removes and returns the last element in a list. Blocks until an element is available "
+     "otherwise"},
+    {"brpoplpush", 4, W, 1, 2, 1, CLASS_WRITE, cmd_brpoplpush, "list",
+     "Pops an element from a list, pushes it to another list and returns it. Block until an "
+     "element is available otherwise"},
+    {"blmove", 6, W, 1, 2, 1, CLASS_WRITE, cmd_blmove, "list",
+     "Pops an element from a list, pushes it to another list and returns it. Blocks until an "
+     "element is available otherwise"},
+    {"blmpop", -5, W, 0, 0, 0, CLASS_WRITE, cmd_blmpop, "list",
+     "Pops the first element from one of multiple lists. Blocks until an element is available "
+     "otherwise", NULL, 2},
     /* sorted sets (cmd_zset.c, zset.h) */
     {"zadd", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zadd, "sorted_set",
      "Adds one or more members to a sorted set, or updates their scores"},

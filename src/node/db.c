@@ -1,6 +1,7 @@
 /* db.c - user keys to record keys, and compound keys (see db.h). Record
  * keys are built in a stack buffer when short, else on the heap. */
 #include "node/db.h"
+#include "node/blocking.h"
 #include "node/multi.h"
 #include "core/err.h"
 
@@ -110,6 +111,7 @@ int db_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint8_t type, int
     if (!rc) rc = store_txn_put(t, x->slot, b.p, b.len, type, expire_ms, p, len);
     rk_free(&b);
     multi_touch(x->srv, k, kl);
+    if (type == STORE_T_LIST) blocking_touch(x->srv, k, kl); /* wakes BLPOP & co (blocking.h) */
     return rc;
 }
 

@@ -2,6 +2,7 @@
  * counters, both rendered on the loop thread. */
 #include "core/clock.h"
 #include "node/cmd.h"
+#include "node/blocking.h"
 #include "node/script.h"
 #include "node/move.h"
 
@@ -27,6 +28,7 @@ static void info_clients(const server *s, kbuf *b) {
     rserver_get_stats(s->rs, &st);
     kbuf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%d\r\n", st.clients,
                 s->cfg.maxclients);
+    kbuf_printf(b, "blocked_clients:%zu\r\n", blocking_count(s));
 }
 
 static void info_stats(const server *s, kbuf *b) {

@@ -49,6 +49,7 @@ typedef struct node_conn {
     struct node_conn *hprev, *hnext;
 
     struct multi_state *multi; /* MULTI queue and watches (multi.c); NULL until used */
+    struct block_state *block; /* blocked on keys (blocking.c); NULL until used */
 } node_conn;
 
 typedef struct moves moves;

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/failpoint.h"
 #include "node/cluster.h"
+#include "node/blocking.h"
 #include "node/cmd.h"
 #include "net/http.h"
 #include "node/move.h"
@@ -42,6 +43,7 @@ static int on_request(void *arg, client *c, int argc, char **argv, const size_t 
 static void on_close(void *arg, client *c) {
     server *s = arg;
     multi_conn_closed(s, c);
+    blocking_conn_closed(s, c);
     move_conn_closed(s->mv, c);
 }
 
@@ -107,6 +109,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s clients=%zu", strsignal(signum), st.clients);
     if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
+    blocking_free(s);
     node_cluster_stop(s, 1); /* tells the coordinator at once: no timeout */
     moves_free(s->mv);
     s->mv = NULL;

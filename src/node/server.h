@@ -53,6 +53,7 @@ typedef struct server {
     char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
     FILE *epoch_log;        /* --epoch-log */
     watch_tab *watch;       /* WATCHed keys (multi.c), NULL until the first WATCH */
+    struct blocking *blk;   /* clients blocked on keys (blocking.c), NULL until the first */
     uint64_t hb_lat_prev[HISTOGRAM_BUCKETS + 1]; /* latency counts at the last heartbeat */
 } server;
 
