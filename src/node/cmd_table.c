@@ -31,6 +31,7 @@ H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
 H(zrangebylex) H(zrevrangebylex) H(zrangestore) H(zlexcount) H(zremrangebyrank)
 H(zremrangebyscore) H(zremrangebylex) H(zpopmin) H(zpopmax) H(zmpop) H(zrandmember)
 H(zunion) H(zinter) H(zdiff) H(zunionstore) H(zinterstore) H(zdiffstore) H(zintercard)
+H(bzpopmin) H(bzpopmax) H(bzmpop)
 H(eval) H(evalsha) H(eval_ro) H(evalsha_ro) H(fcall) H(fcall_ro) H(script) H(script_load)
 H(script_exists) H(script_flush) H(script_kill) H(function_load) H(function_flush)
 H(function_delete) H(function_kill) H(function_list)
@@ -393,6 +394,16 @@ const cmd_def cmd_table[] = {
      "Stores the difference of multiple sorted sets in a key", NULL, 2},
     {"zintercard", -3, R, 0, 0, 0, CLASS_READ, cmd_zintercard, "sorted_set",
      "Returns the number of members of the intersect of multiple sorted sets", NULL, 1},
+    /* blocking sorted-set pops (cmd_zblocking.c over blocking.h) */
+    {"bzpopmin", -3, W, 1, -2, 1, CLASS_WRITE, cmd_bzpopmin, "sorted_set",
+     "Removes and returns the member with the lowest score from one or more sorted sets. "
+     "Blocks until a member is available otherwise"},
+    {"bzpopmax", -3, W, 1, -2, 1, CLASS_WRITE, cmd_bzpopmax, "sorted_set",
+     "Removes and returns the member with the highest score from one or more sorted sets. "
+     "Blocks until a member available otherwise"},
+    {"bzmpop", -5, W, 0, 0, 0, CLASS_WRITE, cmd_bzmpop, "sorted_set",
+     "Removes and returns a member by score from one or more sorted sets. Blocks until a "
+     "member is available otherwise", NULL, 2},
     /* scripting (script.h); numkeys at argv[2] */
     {"eval", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_eval, "scripting",
      "Executes a server-side Lua script", NULL, 2},

@@ -111,7 +111,8 @@ int db_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint8_t type, int
     if (!rc) rc = store_txn_put(t, x->slot, b.p, b.len, type, expire_ms, p, len);
     rk_free(&b);
     multi_touch(x->srv, k, kl);
-    if (type == STORE_T_LIST) blocking_touch(x->srv, k, kl); /* wakes BLPOP & co (blocking.h) */
+    if (type == STORE_T_LIST || type == STORE_T_ZSET) /* wakes BLPOP, BZPOPMIN & co (blocking.h) */
+        blocking_touch(x->srv, k, kl);
     return rc;
 }
 
