@@ -638,7 +638,9 @@ void cmd_zrandmember(cmd_ctx *x) {
         return;
     }
     int distinct = !has_count || cnt >= 0;
-    unsigned long long want = !has_count ? 1 : cnt < 0 ? (unsigned long long)-cnt : (unsigned long long)cnt;
+    unsigned long long want = !has_count ? 1
+                              : cnt < 0  ? (unsigned long long)-cnt
+                                         : (unsigned long long)cnt;
     if (has_count && want == 0) {
         resp_w_array(x->out, 0);
         return;
@@ -787,7 +789,8 @@ static void zalgebra(cmd_ctx *x, int nki, int op, int dst, int card) {
         char lower[32];
         size_t i = 0;
         for (; i < x->argvlen[0] && i < sizeof lower - 1; i++)
-            lower[i] = (char)(x->argv[0][i] | ((x->argv[0][i] >= 'A' && x->argv[0][i] <= 'Z') ? 0x20 : 0));
+            lower[i] =
+                (char)(x->argv[0][i] | ((x->argv[0][i] >= 'A' && x->argv[0][i] <= 'Z') ? 0x20 : 0));
         lower[i] = 0;
         reply_errf(x, "ERR at least 1 input key is needed for '%s' command", lower);
         return;

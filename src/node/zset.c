@@ -260,8 +260,8 @@ static long scan_bounds(cmd_ctx *x, bound *lo, bound *hi, size_t plen, int idx, 
     return sc.err ? sc.err : n;
 }
 
-long zs_range_score(cmd_ctx *x, const char *k, size_t kl, const obj *o, const zs_srange *r,
-                    int rev, size_t skip, size_t max, zlist *out) {
+long zs_range_score(cmd_ctx *x, const char *k, size_t kl, const obj *o, const zs_srange *r, int rev,
+                    size_t skip, size_t max, zlist *out) {
     bound lo = {0}, hi = {0};
     char a[ZSCORE_LEN], b[ZSCORE_LEN];
     long n;
@@ -340,8 +340,7 @@ long zset_pop(cmd_ctx *x, const char *k, size_t kl, int max, size_t count, zlist
     for (size_t i = before; i < out->n && !rc; i++) {
         int ex;
         rc = sub_del(x, t, k, kl, &o, zlist_m(out, i), out->e[i].ml, &ex);
-        if (!rc)
-            rc = zidx_del(x, t, k, kl, o.version, out->e[i].s, zlist_m(out, i), out->e[i].ml);
+        if (!rc) rc = zidx_del(x, t, k, kl, o.version, out->e[i].s, zlist_m(out, i), out->e[i].ml);
         o.size -= (uint64_t)ex;
     }
     if (!rc && n) rc = obj_save(x, t, k, kl, &o);

@@ -70,8 +70,8 @@ int zs_arg_double(const char *s, size_t len, double *out);
 /* Members of o in score order (rev: descending) within r (NULL: all),
  * skipping skip, at most max, appended to out (out NULL: only counted).
  * Returns the number found or KEEL_E*. No txn may be open. */
-long zs_range_score(cmd_ctx *x, const char *k, size_t kl, const obj *o, const zs_srange *r,
-                    int rev, size_t skip, size_t max, zlist *out);
+long zs_range_score(cmd_ctx *x, const char *k, size_t kl, const obj *o, const zs_srange *r, int rev,
+                    size_t skip, size_t max, zlist *out);
 /* The same by member order (BYLEX: meaningful when all scores are equal). */
 long zs_range_lex(cmd_ctx *x, const char *k, size_t kl, const obj *o, const zs_lrange *r, int rev,
                   size_t skip, size_t max, zlist *out);

@@ -278,9 +278,9 @@ long store_scan_range(store *s, unsigned slot, const char *from, size_t fromlen,
  * memtable prefix bloom) finds nothing on SeekForPrev here (test-zset
  * scan_rev), so this one is total-order, bounded below by from, and stops
  * at the first record outside [from, to) of the slot. */
-long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t fromlen,
-                          const char *to, size_t tolen, size_t skip, size_t max, int64_t now_ms,
-                          store_rec_cb cb, void *arg) {
+long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t fromlen, const char *to,
+                          size_t tolen, size_t skip, size_t max, int64_t now_ms, store_rec_cb cb,
+                          void *arg) {
     if (slot >= STORE_SLOTS || !cb || !to || s->txn.open || fromlen > KEY_MAX - KEY_PREFIX ||
         tolen > KEY_MAX - KEY_PREFIX)
         return KEEL_EINVAL;

@@ -94,7 +94,6 @@ static const char *run(fixture *f, const char *line) {
 #define EXPECT(f, line, want) assert_string_equal(run(f, line), want)
 static const char *WT = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 
-
 static int collect(void *arg, const char *rk, size_t rkl, const store_value *v) {
     (void)v;
     char *out = arg;
@@ -109,24 +108,50 @@ static int collect(void *arg, const char *rk, size_t rkl, const store_value *v) 
 static void scan_rev(void **state) {
     fixture *f = *state;
     store_txn *t = store_txn_begin(f->srv.st);
-    const char *ks[] = {"\x01" "a", "\x01" "b", "\x01" "c", "\x01" "d"};
+    const char *ks[] = {"\x01"
+                        "a",
+                        "\x01"
+                        "b",
+                        "\x01"
+                        "c",
+                        "\x01"
+                        "d"};
     for (int i = 0; i < 4; i++)
         assert_int_equal(store_txn_put(t, 5, ks[i], 2, STORE_T_SUB | STORE_T_SET, 0, "", 0), 0);
-    assert_int_equal(store_txn_put(t, 6, "\x01" "a", 2, STORE_T_SUB | STORE_T_SET, 0, "", 0), 0);
-    assert_int_equal(store_txn_put(t, 4, "\x01" "z", 2, STORE_T_SUB | STORE_T_SET, 0, "", 0), 0);
+    assert_int_equal(store_txn_put(t, 6,
+                                   "\x01"
+                                   "a",
+                                   2, STORE_T_SUB | STORE_T_SET, 0, "", 0),
+                     0);
+    assert_int_equal(store_txn_put(t, 4,
+                                   "\x01"
+                                   "z",
+                                   2, STORE_T_SUB | STORE_T_SET, 0, "", 0),
+                     0);
     assert_int_equal(store_txn_commit(t), 0);
     char out[256] = "";
-    assert_int_equal(store_scan_range_rev(f->srv.st, 5, "\x01", 1, "\x02", 1, 0, 100, 0, collect, out), 4);
+    assert_int_equal(
+        store_scan_range_rev(f->srv.st, 5, "\x01", 1, "\x02", 1, 0, 100, 0, collect, out), 4);
     assert_string_equal(out, "d,c,b,a,");
     out[0] = 0;
-    assert_int_equal(store_scan_range_rev(f->srv.st, 5, "\x01" "b", 2, "\x01" "d", 2, 0, 100, 0, collect, out), 2);
+    assert_int_equal(store_scan_range_rev(f->srv.st, 5,
+                                          "\x01"
+                                          "b",
+                                          2,
+                                          "\x01"
+                                          "d",
+                                          2, 0, 100, 0, collect, out),
+                     2);
     assert_string_equal(out, "c,b,");
     out[0] = 0;
-    assert_int_equal(store_scan_range_rev(f->srv.st, 5, "", 0, "\xff\xff", 2, 1, 2, 0, collect, out), 2);
+    assert_int_equal(
+        store_scan_range_rev(f->srv.st, 5, "", 0, "\xff\xff", 2, 1, 2, 0, collect, out), 2);
     assert_string_equal(out, "c,b,");
     out[0] = 0;
-    assert_int_equal(store_scan_range_rev(f->srv.st, 5, "\x00", 1, "\x01", 1, 0, 100, 0, collect, out), 0);
-    assert_int_equal(store_scan_range_rev(f->srv.st, 7, "", 0, "\xff", 1, 0, 100, 0, collect, out), 0);
+    assert_int_equal(
+        store_scan_range_rev(f->srv.st, 5, "\x00", 1, "\x01", 1, 0, 100, 0, collect, out), 0);
+    assert_int_equal(store_scan_range_rev(f->srv.st, 7, "", 0, "\xff", 1, 0, 100, 0, collect, out),
+                     0);
     assert_int_equal(store_scan_range_rev(f->srv.st, 5, "", 0, NULL, 0, 0, 100, 0, collect, out),
                      KEEL_EINVAL);
 }
@@ -174,7 +199,8 @@ static void index_in_step(void **state) {
     EXPECT(f, "ZRANGE {t}w 0 -1 REV", "*2\r\n$1\r\nc\r\n$1\r\nb\r\n");
     EXPECT(f, "ZUNIONSTORE {t}u 2 {t}z {t}w WEIGHTS 1 2", ":4\r\n");
     EXPECT(f, "ZRANGE {t}u 0 -1 WITHSCORES",
-           "*8\r\n$1\r\na\r\n$1\r\n0\r\n$1\r\nb\r\n$1\r\n0\r\n$1\r\nc\r\n$1\r\n0\r\n$1\r\nd\r\n$1\r\n0\r\n");
+           "*8\r\n$1\r\na\r\n$1\r\n0\r\n$1\r\nb\r\n$1\r\n0\r\n$1\r\nc\r\n$1\r\n0\r\n$1\r\nd\r\n$"
+           "1\r\n0\r\n");
     EXPECT(f, "DEL {t}z {t}y {t}w {t}u", ":4\r\n");
     while (store_gc_pending(f->srv.st))
         assert_true(store_gc(f->srv.st, keel_wall_ms(), 100) >= 0);
@@ -205,7 +231,8 @@ static void format2_upgrade(void **state) {
         memcpy(&u, &sc[m], 8);
         for (int i = 0; i < 8; i++)
             val[i] = (char)(u >> (56 - 8 * i));
-        assert_int_equal(store_txn_put(t, slot, rk, pl + 1, STORE_T_SUB | STORE_T_ZSET, 0, val, 8), 0);
+        assert_int_equal(store_txn_put(t, slot, rk, pl + 1, STORE_T_SUB | STORE_T_ZSET, 0, val, 8),
+                         0);
     }
     assert_int_equal(store_txn_commit(t), 0);
     store_free(f->srv.st);
