@@ -377,7 +377,8 @@ const cmd_def cmd_table[] = {
      "Returns the highest-scoring members from a sorted set after removing them"},
     {"zmpop", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zmpop, "sorted_set",
      "Returns the highest- or lowest-scoring members from one or more sorted sets after "
-     "removing them", NULL, 1},
+     "removing them",
+     NULL, 1},
     {"zrandmember", -2, R, 1, 1, 1, CLASS_READ, cmd_zrandmember, "sorted_set",
      "Returns one or more random members from a sorted set"},
     {"zunion", -3, R, 0, 0, 0, CLASS_READ, cmd_zunion, "sorted_set",
