@@ -404,7 +404,8 @@ const cmd_def cmd_table[] = {
      "Blocks until a member available otherwise"},
     {"bzmpop", -5, W, 0, 0, 0, CLASS_WRITE, cmd_bzmpop, "sorted_set",
      "Removes and returns a member by score from one or more sorted sets. Blocks until a "
-     "member is available otherwise", NULL, 2},
+     "member is available otherwise",
+     NULL, 2},
     /* scripting (script.h); numkeys at argv[2] */
     {"eval", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_eval, "scripting",
      "Executes a server-side Lua script", NULL, 2},
