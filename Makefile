@@ -8,7 +8,7 @@ ARGS       ?=
 DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
             librocksdb-dev libuv1-dev libsqlite3-dev libssl-dev libhiredis-dev \
             libcmocka-dev libmicrohttpd-dev libcjson-dev libfaketime python3-cryptography \
-            liblua5.1-0-dev lua-cjson-dev lua-bitop-dev \
+            liblua5.1-0-dev lua-cjson-dev lua-bitop-dev libmsgpack-dev \
             redis-tools redis-server python3-redis \
             libjs-dygraphs prometheus chromium nodejs
 # The dashboard's browser test drives Debian's chromium with playwright-core
@@ -53,11 +53,13 @@ test: build build-asan npm-deps
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -L unit
 
-# Random seeds of the simulators for SECONDS (default 60); a failure prints
-# its seed (replay: DETECTOR_SIM_SEED=S build/test-detector).
+# Random seeds of both simulators for SECONDS (default 60), side by side; a
+# failure prints its seed (replay: DETECTOR_SIM_SEED=S build/test-detector,
+# MOVESIM_SEED=S MOVESIM_VERBOSE=1 build/test-movesim).
 SECONDS ?= 60
 sim-soak: build
-	@DETECTOR_SIM_SECONDS=$(SECONDS) ./$(BUILD)/test-detector
+	@DETECTOR_SIM_SECONDS=$(SECONDS) ./$(BUILD)/test-detector & d=$$!; \
+	MOVESIM_SECONDS=$(SECONDS) ./$(BUILD)/test-movesim; m=$$?; wait $$d && exit $$m
 
 # Redis 7.0.15's own test files, unmodified, from ../shared when present,
 # against a fresh keel node and a fresh redis-server per file; prints the
@@ -70,6 +72,7 @@ demo: build
 
 bench: build
 	@./bench/node_vs_redis
+	@./bench/types
 	@./bench/planner
 	@./bench/move
 	@./bench/rebalance_vs_redis

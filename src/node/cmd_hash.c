@@ -162,45 +162,6 @@ void cmd_hexists(cmd_ctx *x) {
     resp_w_int(x->out, e);
 }
 
-void cmd_hincrby(cmd_ctx *x) {
-    long long by, cur = 0;
-    if (arg_ll(x->argv[3], x->argvlen[3], &by)) {
-        reply_not_int(x);
-        return;
-    }
-    store_txn *t = store_txn_begin(x->srv->st);
-    obj o;
-    if (obj_lookup(x, t, K(x), STORE_T_HASH, &o) < 0) {
-        store_txn_abort(t);
-        return;
-    }
-    store_value v;
-    int g = sub_get(x, t, K(x), &o, x->argv[2], x->argvlen[2], &v);
-    int isnew = g == KEEL_ENOTFOUND;
-    if (g == 0) {
-        int bad = arg_ll(v.data, v.len, &cur);
-        store_value_release(&v);
-        if (bad) {
-            store_txn_abort(t);
-            reply_err(x, "ERR hash value is not an integer");
-            return;
-        }
-    }
-    if ((by < 0 && cur < 0 && by < LLONG_MIN - cur) ||
-        (by > 0 && cur > 0 && by > LLONG_MAX - cur)) {
-        store_txn_abort(t);
-        reply_err(x, "ERR increment or decrement would overflow");
-        return;
-    }
-    char num[32];
-    int n = snprintf(num, sizeof num, "%lld", cur + by);
-    int rc = g && !isnew ? g : 0;
-    if (!rc) rc = sub_put(x, t, K(x), &o, x->argv[2], x->argvlen[2], num, (size_t)n);
-    if (isnew) o.size++;
-    if (!rc && isnew) rc = obj_save(x, t, K(x), &o);
-    if (done(x, t, rc) == 0) resp_w_int(x->out, cur + by);
-}
-
 static int parse_ld(const char *s, size_t len, long double *out) {
     char buf[5600];
     if (len == 0 || len >= sizeof buf || memchr(s, 0, len)) return -1;
@@ -216,6 +177,75 @@ static int parse_ld(const char *s, size_t len, long double *out) {
     return 0;
 }
 
+/* The shared half of HINCRBY and HINCRBYFLOAT: opens the hash and reads
+ * field argv[2] through parse into cur (left as the caller set it when the
+ * field is absent). Returns 1 with t open, or 0 after replying (WRONGTYPE,
+ * or notnum when the field's value does not parse) with t closed. */
+typedef struct hincr {
+    store_txn *t;
+    obj o;
+    int g, isnew; /* sub_get's result; 1 if the field is absent */
+} hincr;
+
+static int hincr_open(cmd_ctx *x, hincr *h, int (*parse)(const char *, size_t, void *), void *cur,
+                      const char *notnum) {
+    h->t = store_txn_begin(x->srv->st);
+    if (obj_lookup(x, h->t, K(x), STORE_T_HASH, &h->o) < 0) {
+        store_txn_abort(h->t);
+        return 0;
+    }
+    store_value v;
+    h->g = sub_get(x, h->t, K(x), &h->o, x->argv[2], x->argvlen[2], &v);
+    h->isnew = h->g == KEEL_ENOTFOUND;
+    if (h->g == 0) {
+        int bad = parse(v.data, v.len, cur);
+        store_value_release(&v);
+        if (bad) {
+            store_txn_abort(h->t);
+            reply_err(x, notnum);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Stores the new value num[0..n) (n < 0: it could not be written) and
+ * closes t; 0 if the reply is the caller's to write. */
+static int hincr_store(cmd_ctx *x, hincr *h, const char *num, int n) {
+    int rc = n < 0 ? KEEL_EINVAL : h->g && !h->isnew ? h->g : 0;
+    if (!rc) rc = sub_put(x, h->t, K(x), &h->o, x->argv[2], x->argvlen[2], num, (size_t)n);
+    if (h->isnew) h->o.size++;
+    if (!rc && h->isnew) rc = obj_save(x, h->t, K(x), &h->o);
+    return done(x, h->t, rc);
+}
+
+static int parse_ll_cb(const char *s, size_t len, void *out) {
+    return arg_ll(s, len, out);
+}
+
+static int parse_ld_cb(const char *s, size_t len, void *out) {
+    return parse_ld(s, len, out);
+}
+
+void cmd_hincrby(cmd_ctx *x) {
+    long long by, cur = 0;
+    if (arg_ll(x->argv[3], x->argvlen[3], &by)) {
+        reply_not_int(x);
+        return;
+    }
+    hincr h;
+    if (!hincr_open(x, &h, parse_ll_cb, &cur, "ERR hash value is not an integer")) return;
+    if ((by < 0 && cur < 0 && by < LLONG_MIN - cur) ||
+        (by > 0 && cur > 0 && by > LLONG_MAX - cur)) {
+        store_txn_abort(h.t);
+        reply_err(x, "ERR increment or decrement would overflow");
+        return;
+    }
+    char num[32];
+    int n = snprintf(num, sizeof num, "%lld", cur + by);
+    if (hincr_store(x, &h, num, n) == 0) resp_w_int(x->out, cur + by);
+}
+
 void cmd_hincrbyfloat(cmd_ctx *x) {
     long double by, cur = 0;
     if (parse_ld(x->argv[3], x->argvlen[3], &by)) {
@@ -226,37 +256,17 @@ void cmd_hincrbyfloat(cmd_ctx *x) {
         reply_err(x, "ERR value is NaN or Infinity");
         return;
     }
-    store_txn *t = store_txn_begin(x->srv->st);
-    obj o;
-    if (obj_lookup(x, t, K(x), STORE_T_HASH, &o) < 0) {
-        store_txn_abort(t);
-        return;
-    }
-    store_value v;
-    int g = sub_get(x, t, K(x), &o, x->argv[2], x->argvlen[2], &v);
-    int isnew = g == KEEL_ENOTFOUND;
-    if (g == 0) {
-        int bad = parse_ld(v.data, v.len, &cur);
-        store_value_release(&v);
-        if (bad) {
-            store_txn_abort(t);
-            reply_err(x, "ERR hash value is not a float");
-            return;
-        }
-    }
+    hincr h;
+    if (!hincr_open(x, &h, parse_ld_cb, &cur, "ERR hash value is not a float")) return;
     long double r = cur + by;
     if (isnan(r) || isinf(r)) {
-        store_txn_abort(t);
+        store_txn_abort(h.t);
         reply_err(x, "ERR increment would produce NaN or Infinity");
         return;
     }
     char num[5600];
     int n = fmt_ld(num, sizeof num, r);
-    int rc = n < 0 ? KEEL_EINVAL : g && !isnew ? g : 0;
-    if (!rc) rc = sub_put(x, t, K(x), &o, x->argv[2], x->argvlen[2], num, (size_t)n);
-    if (isnew) o.size++;
-    if (!rc && isnew) rc = obj_save(x, t, K(x), &o);
-    if (done(x, t, rc) == 0) resp_w_bulk(x->out, num, (size_t)n);
+    if (hincr_store(x, &h, num, n) == 0) resp_w_bulk(x->out, num, (size_t)n);
 }
 
 /* HKEYS, HVALS, HGETALL: what = 1 fields, 2 values, 3 both. */

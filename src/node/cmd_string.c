@@ -852,6 +852,13 @@ static int bit_at(const store_value *v, long long i) {
     return ((unsigned char)v->data[i >> 3] >> (7 - (i & 7))) & 1;
 }
 
+/* BITCOUNT's and BITPOS's optional BYTE|BIT unit at argv[i]: 0 with
+ * *isbit set, -1 if it is neither. */
+static int range_unit(cmd_ctx *x, int i, int *isbit) {
+    *isbit = arg_is(x, i, "bit");
+    return *isbit || arg_is(x, i, "byte") ? 0 : -1;
+}
+
 void cmd_bitcount(cmd_ctx *x) {
     store_value v;
     int r = lookup(x, NULL, 1, &v);
@@ -867,14 +874,10 @@ void cmd_bitcount(cmd_ctx *x) {
             reply_not_int(x);
             return;
         }
-        if (x->argc == 5) {
-            if (arg_is(x, 4, "bit"))
-                isbit = 1;
-            else if (!arg_is(x, 4, "byte")) {
-                store_value_release(&v);
-                reply_syntax(x);
-                return;
-            }
+        if (x->argc == 5 && range_unit(x, 4, &isbit)) {
+            store_value_release(&v);
+            reply_syntax(x);
+            return;
         }
     } else if (x->argc != 2) {
         store_value_release(&v);
@@ -923,15 +926,7 @@ void cmd_bitpos(cmd_ctx *x) {
             reply_not_int(x);
             return;
         }
-        if (x->argc == 6) {
-            if (arg_is(x, 5, "bit"))
-                isbit = 1;
-            else if (!arg_is(x, 5, "byte")) {
-                store_value_release(&v);
-                reply_syntax(x);
-                return;
-            }
-        } else if (x->argc > 6) {
+        if ((x->argc == 6 && range_unit(x, 5, &isbit)) || x->argc > 6) {
             store_value_release(&v);
             reply_syntax(x);
             return;

@@ -22,6 +22,10 @@
  * -TRYAGAIN. A held request is re-executed when the fence ends: served after
  * an abort, -MOVED after a commit.
  *
+ * The engines (move.c, move_src.c, move_dst.c) are reached through
+ * move_engine.h and see the world through move_env.h; this header is their
+ * production binding (move_uv.c).
+ *
  * Threads: the node's loop thread.
  */
 #ifndef KEEL_MOVE_H
@@ -32,6 +36,7 @@
 #include "core/peerauth.h"
 #include "net/peerserve.h"
 #include "node/holdq.h"
+#include "node/move_engine.h"
 #include "node/server.h"
 
 #define MOVE_HOLD_MAX HOLDQ_MAX /* requests held at once, all partitions (node/holdq.h) */
@@ -52,21 +57,10 @@ typedef struct node_conn {
     struct block_state *block; /* blocked on keys (blocking.c); NULL until used */
 } node_conn;
 
-typedef struct moves moves;
-
 /* Creates the node's move state. secret: the cluster secret (copied). */
 moves *moves_new(server *s, const peerauth_secret *secret, int hold_max_ms);
 /* Stops every move in memory (their records stay) and frees. */
 void moves_free(moves *mv);
-
-/* After each map install (node_install_map): settles moves the map
- * committed - a source retires the partition and releases its held
- * requests (-MOVED), a destination serves. */
-void move_map_changed(moves *mv);
-
-/* After the map is installed at start-up: puts the persisted move states
- * back into the partition table. Returns 0 or KEEL_EIO. */
-int move_restore(moves *mv);
 
 /* The connection state of c, created on first use (NULL on out-of-memory). */
 node_conn *node_conn_of(client *c);
@@ -82,17 +76,7 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
  * queue is full). */
 int move_hold(moves *mv, client *c, unsigned p);
 
-/* Sweep filter: 1 if the expiry sweep must leave slot alone (its partition
- * is INCOMING or FENCED). */
-int move_sweep_skip(void *mv, unsigned slot);
-
-/* For INFO and /metrics. */
-typedef struct move_stats {
-    unsigned outgoing, incoming, fenced, retired;
-    uint64_t held, held_total, tryagain_total;
-    uint64_t bytes_sent, bytes_received;
-    uint64_t cleanups_total, commits_total, aborts_total;
-} move_stats;
+/* For INFO and /metrics: the engine's counts and the held queue's. */
 void move_get_stats(const moves *mv, move_stats *out);
 
 #endif

@@ -22,6 +22,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "node/multi.h"
+#include "node/script_msgpack.h"
 
 #include <ctype.h>
 #include <lauxlib.h>
@@ -76,8 +77,8 @@ struct script_engine {
 
 static script_engine *g_engine; /* one per process: the node's */
 
-static const char *const lib_names[] = {"string", "table",     "math",  "cjson",
-                                        "bit",    "coroutine", "redis", NULL};
+static const char *const lib_names[] = {"string",   "table",     "math",  "cjson", "bit",
+                                        "cmsgpack", "coroutine", "redis", NULL};
 
 /* ---- Errors -------------------------------------------------------------- */
 
@@ -814,6 +815,9 @@ static int state_open(script_engine *e) {
     lua_pushcfunction(L, luaopen_bit);
     lua_call(L, 0, 1);
     lua_setglobal(L, "bit");
+    lua_pushcfunction(L, script_msgpack_open);
+    lua_call(L, 0, 1);
+    lua_setglobal(L, "cmsgpack");
     register_redis(L);
     static const char *const removed[] = {"dofile",  "loadfile", "print", "require", "module",
                                           "package", "os",       "io",    NULL};
@@ -915,6 +919,7 @@ void script_shutdown(void) {
     kbuf_close(&e->fake.out);
     g_engine = NULL;
     free(e);
+    script_msgpack_release();
 }
 
 /* ---- Time limit ---------------------------------------------------------- */

@@ -18,8 +18,8 @@
  * setmetatable/rawset refuse the proxies), reading an undefined global is
  * an error, and loadfile/dofile/print/os/io/package/require are absent;
  * loadstring refuses bytecode. Libraries: string, table, math, cjson and
- * bit (Debian's lua-cjson and lua-bitop); cmsgpack and struct are not
- * packaged by Debian and are absent.
+ * bit (Debian's lua-cjson and lua-bitop), cmsgpack (node/script_msgpack,
+ * over msgpack-c); struct is not packaged by Debian and is absent.
  *
  * Time limit. After busy-reply-threshold ms (CONFIG SET lua-time-limit or
  * busy-reply-threshold; default 5000) the running script serves the other

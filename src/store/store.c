@@ -126,6 +126,7 @@ void store_opts_default(store_opts *o) {
     o->fsync = STORE_FSYNC_ALWAYS;
     o->cache_bytes = DEFAULT_CACHE;
     o->create_if_missing = 1;
+    o->write_buffer_bytes = WRITE_BUFFER_BYTES;
 }
 
 static const char *fsync_names[] = {"always", "everysec", "no"};
@@ -353,7 +354,8 @@ static void set_options(store *s, const store_opts *o) {
      * after a long run of unsynced writes (--fsync no, or a partition copied
      * in with lazy commits) finds little left to do. */
     rocksdb_options_set_wal_bytes_per_sync(s->opts, 1u << 20);
-    rocksdb_options_set_write_buffer_size(s->opts, WRITE_BUFFER_BYTES);
+    rocksdb_options_set_write_buffer_size(
+        s->opts, o->write_buffer_bytes ? o->write_buffer_bytes : WRITE_BUFFER_BYTES);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(s->opts, 1);
     rocksdb_options_set_bytes_per_sync(s->opts, 1 << 20);
     /* Most SETs write new keys: a memtable bloom makes the stats lookup of

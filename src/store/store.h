@@ -56,6 +56,10 @@ typedef struct store_opts {
     store_fsync fsync;     /* default STORE_FSYNC_ALWAYS */
     size_t cache_bytes;    /* block cache; default 64 MiB */
     int create_if_missing; /* default 1 */
+    /* RocksDB's memtable size, which also sizes each WAL file it
+     * preallocates; default 64 MiB. Small stores (the move simulator's) use
+     * less, so opening one does not allocate 70 MB. */
+    size_t write_buffer_bytes;
 } store_opts;
 
 /* Value types (the first byte of every value). A compound key (hash, set,
