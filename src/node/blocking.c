@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "node/move.h" /* node_conn */
 #include "node/ptable.h"
+#include "node/script.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -56,7 +57,6 @@ typedef struct block_state {
     int64_t deadline_ms; /* monotonic; 0 = none */
     size_t hi;           /* index in the heap while linked with a deadline */
     unsigned slot;
-    int null_array; /* the timeout reply, for CLIENT UNBLOCK */
     bwait *w;
     int nw, wcap;
     struct block_state *prev, *next; /* all blocked */
@@ -71,6 +71,7 @@ typedef struct blocking {
     size_t hn, hcap;
     uv_timer_t timer;
     int timer_init;
+    int64_t due_ms; /* monotonic ms the timer fires at; 0 when stopped */
     int serving;
 } blocking;
 
@@ -238,7 +239,6 @@ static int link_state(blocking *b, block_state *st, cmd_ctx *x, const blocking_s
     }
     st->serial++;
     st->slot = x->slot;
-    st->null_array = sp->null_array;
     st->reason = BLOCK_READY;
     timer_arm(b);
     return 0;
@@ -258,23 +258,27 @@ static void resume(blocking *b, block_state *st, blocking_reason why) {
 
 static void on_timer(uv_timer_t *t);
 
+/* Runs the timer at the earliest deadline, and at most BLOCKING_CHECK_MS
+ * from its last run; never later than it is set for already (so clients
+ * blocking often cannot postpone the route check). */
 static void timer_arm(blocking *b) {
     if (!b->timer_init) return;
     if (!b->nblocked) {
         uv_timer_stop(&b->timer);
+        b->due_ms = 0;
         return;
     }
-    int64_t wait = BLOCKING_CHECK_MS;
-    if (b->hn) {
-        int64_t d = b->heap[0]->deadline_ms - mono_ms();
-        if (d < wait) wait = d < 0 ? 0 : d;
-    }
-    uv_timer_start(&b->timer, on_timer, (uint64_t)wait, 0);
+    int64_t now = mono_ms(), due = now + BLOCKING_CHECK_MS;
+    if (b->hn && b->heap[0]->deadline_ms < due) due = b->heap[0]->deadline_ms;
+    if (b->due_ms && b->due_ms <= due) return;
+    b->due_ms = due;
+    uv_timer_start(&b->timer, on_timer, (uint64_t)(due > now ? due - now : 0), 0);
 }
 
 static void on_timer(uv_timer_t *t) {
     server *s = t->data;
     blocking *b = s->blk;
+    b->due_ms = 0;
     b->serving = 1;
     int64_t now = mono_ms();
     while (b->hn && b->heap[0]->deadline_ms <= now) {
@@ -325,8 +329,9 @@ static block_state *state_of(client *c, int create) {
     return nc->block;
 }
 
-/* redis 7.0's getTimeoutFromObjectOrReply(UNIT_SECONDS) with string2ld. Returns
- * 0 and *ms (0 = forever, else a relative timeout), or -1 after replying. */
+/* redis 7.0.15's getTimeoutFromObjectOrReply(UNIT_SECONDS) with string2ld.
+ * Returns 0 and *ms (0 = forever, -1 = time out at once, else a relative
+ * timeout), or -1 after replying. */
 static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
     const char *s = x->argv[i];
     size_t n = x->argvlen[i];
@@ -347,23 +352,18 @@ static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
         reply_err(x, "ERR timeout is not a float or out of range");
         return -1;
     }
-    long double f = v * 1000.0L; /* milliseconds, rounded up: 0.0001 s is not forever */
-    if (f > (long double)LLONG_MAX) {
-        reply_err(x, "ERR timeout is out of range");
-        return -1;
-    }
-    f = ceill(f);
-    /* (long long) of -inf or less than LLONG_MIN is what x86 gives: LLONG_MIN. */
-    long long t = f < -9223372036854775808.0L ? LLONG_MIN : (long long)f;
+    long double f = ceill(v * 1000.0L); /* milliseconds, rounded up: 0.0001 s is 1 ms */
+    /* (long long) of a value outside its range (inf included) is what x86
+     * gives: LLONG_MIN, so redis calls 1e400 and inf negative. */
+    long long t = f >= 9223372036854775808.0L || f < -9223372036854775808.0L ? LLONG_MIN
+                                                                            : (long long)f;
     if (t < 0) {
         reply_err(x, "ERR timeout is negative");
         return -1;
     }
-    if (t > 0 && t > LLONG_MAX - keel_wall_ms()) {
-        reply_err(x, "ERR timeout is out of range");
-        return -1;
-    }
-    *ms = t;
+    /* Past LLONG_MAX - now redis' absolute deadline wraps negative and the
+     * client times out at its next check: at once here too. */
+    *ms = t > LLONG_MAX - keel_wall_ms() ? -1 : t;
     return 0;
 }
 
@@ -388,7 +388,7 @@ void blocking_run(cmd_ctx *x, const blocking_spec *sp) {
         if (st->reason == BLOCK_UNBLOCKED)
             reply_err(x, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
         else
-            reply_null(x, sp->null_array);
+            reply_null(x, 1); /* a timeout: a null array for every list command */
         unlink_state(b, st);
         return;
     }
@@ -405,7 +405,7 @@ void blocking_run(cmd_ctx *x, const blocking_spec *sp) {
         return;
     }
     if (!(b = blk_get(x->srv)) || !(st = state_of(x->c, 1)) ||
-        link_state(b, st, x, sp, ms ? mono_ms() + ms : 0)) {
+        link_state(b, st, x, sp, ms == 0 ? 0 : ms < 0 ? mono_ms() : mono_ms() + ms)) {
         reply_err(x, "ERR out of memory");
         return;
     }
@@ -429,6 +429,10 @@ void blocking_touch(server *s, const char *k, size_t kl) {
 void blocking_serve(server *s) {
     blocking *b = s->blk;
     if (!b || b->serving || !b->ready_head) return;
+    /* A script past its time limit is still running (SCRIPT KILL, served
+     * from rserver_poll_busy, ends here): its waiters would be answered
+     * -BUSY. The script's own dispatch serves them when it returns. */
+    if (script_busy(s)) return;
     b->serving = 1;
     while (b->ready_head) {
         bkey *bk = b->ready_head;

@@ -26,7 +26,8 @@
  * Timeouts. A deadline heap on the monotonic clock and one libuv timer set
  * to the earliest deadline (so 0.01 s returns after about 10 ms), capped at
  * BLOCKING_CHECK_MS. Timeout 0 waits forever. At the deadline the request
- * is re-dispatched with reason BLOCK_TIMEOUT and replies its null reply.
+ * is re-dispatched with reason BLOCK_TIMEOUT and replies a null array (*-1,
+ * RESP3 _), whatever the command: redis' replyToBlockedClientTimedOut.
  *
  * Slots moving away. Every BLOCKING_CHECK_MS, while anyone is blocked, each
  * blocked client's slot is routed again (ptable_route). When this node no
@@ -39,7 +40,9 @@
  *
  * Inside MULTI/EXEC and scripts (x->can_block == 0) a blocking command is
  * its non-blocking form: served now, or its null reply (redis'
- * CLIENT_DENY_BLOCKING).
+ * CLIENT_DENY_BLOCKING: a null array for the pops, a null bulk for BLMOVE
+ * and BRPOPLPUSH). Scripts may call only BLMPOP (redis 7.0 marks the others
+ * noscript; script.c refuses them).
  *
  * Adding a blocking command (BZPOPMIN, BZPOPMAX, BZMPOP): validate the
  * arguments, then call blocking_run() with a spec naming the keys, the
@@ -78,15 +81,16 @@ typedef int (*blocking_try_fn)(cmd_ctx *x, int serving, void *arg);
 typedef struct blocking_spec {
     int first_key, nkeys; /* the keys: argv[first_key .. first_key + nkeys - 1] */
     int timeout_arg;      /* argv index of the timeout, in seconds (a float) */
-    int null_array;       /* timeout reply: 1 a null array (*-1), 0 a null bulk ($-1) */
+    int null_array;       /* reply when it may not block (MULTI, scripts) and nothing is
+                             there: 1 a null array (*-1), 0 a null bulk ($-1, BLMOVE) */
     blocking_try_fn try_serve;
     void *arg; /* passed to try_serve */
 } blocking_spec;
 
 /* Runs a blocking command whose other arguments the caller has checked:
  * parses the timeout (replying "-ERR timeout is not a float or out of
- * range", "-ERR timeout is negative" or "-ERR timeout is out of range" as
- * redis 7.0), answers a re-dispatch for a timeout or CLIENT UNBLOCK, tries
+ * range" or "-ERR timeout is negative" as redis 7.0.15; milliseconds are
+ * rounded up, so 0.0001 is 1 ms), answers a re-dispatch for a timeout or CLIENT UNBLOCK, tries
  * sp->try_serve, and otherwise blocks: sets x->hold to RSERVER_HOLD (the
  * client keeps its place if it was already blocked) or, when x->can_block
  * is 0, replies the null reply. Replies "-ERR out of memory" if the
@@ -100,7 +104,8 @@ void blocking_touch(server *s, const char *k, size_t kl);
 
 /* Serves the clients waiting on ready keys (see "Waking"). Called at the
  * end of each top-level request; does nothing when called from inside a
- * serve pass (a re-dispatched request's own dispatch). */
+ * serve pass (a re-dispatched request's own dispatch), or while a script
+ * past its time limit still runs (a SCRIPT KILL's dispatch). */
 void blocking_serve(server *s);
 
 /* Number of clients blocked now (INFO clients blocked_clients). */
@@ -110,7 +115,7 @@ size_t blocking_count(const server *s);
 int blocking_is_blocked(const server *s, const client *c);
 
 /* Unblocks the client with id `id` if it is blocked on keys: with
- * as_error 0 it replies its timeout reply, with 1 "-UNBLOCKED client
+ * as_error 0 it replies the timeout reply (a null array), with 1 "-UNBLOCKED client
  * unblocked via CLIENT UNBLOCK". Returns 1 if it was blocked, else 0. For
  * CLIENT UNBLOCK; the reply leaves at the turn end. */
 int blocking_unblock(server *s, unsigned long long id, int as_error);

@@ -400,7 +400,7 @@ static void push_value(lua_State *L, const resp_value *v, int sp) {
 /* Commands a script may not call (redis' NOSCRIPT flag), by name or by
  * "container|sub". */
 static const char *const denied[] = {"blpop",       "brpop",         "brpoplpush",
-                                     "blmove",      "blmpop",        "bzpopmin",
+                                     "blmove",      /* not blmpop */ "bzpopmin",
                                      "bzpopmax",    "bzmpop",        "multi",
                                      "exec",        "discard",       "watch",
                                      "unwatch",     "eval",          "evalsha",
