@@ -35,6 +35,10 @@ H(ltrim) H(lrem) H(linsert) H(rpoplpush) H(lmove) H(lpos) H(lmpop)
 H(blpop) H(brpop) H(brpoplpush) H(blmove) H(blmpop) H(client_unblock)
 H(zadd) H(zincrby) H(zcard) H(zscore) H(zmscore) H(zrem) H(zrange) H(zrevrange)
 H(zrangebyscore) H(zrevrangebyscore) H(zcount) H(zrank) H(zrevrank) H(zscan)
+H(zrangebylex) H(zrevrangebylex) H(zrangestore) H(zlexcount) H(zremrangebyrank)
+H(zremrangebyscore) H(zremrangebylex) H(zpopmin) H(zpopmax) H(zmpop) H(zrandmember)
+H(zunion) H(zinter) H(zdiff) H(zunionstore) H(zinterstore) H(zdiffstore) H(zintercard)
+H(bzpopmin) H(bzpopmax) H(bzmpop)
 H(eval) H(evalsha) H(eval_ro) H(evalsha_ro) H(fcall) H(fcall_ro) H(script) H(script_load)
 H(script_exists) H(script_flush) H(script_kill) H(function_load) H(function_flush)
 H(function_delete) H(function_kill) H(function_list)
@@ -397,9 +401,8 @@ const cmd_def cmd_table[] = {
      "element is available otherwise"},
     {"blmpop", -5, W, 0, 0, 0, CLASS_WRITE, cmd_blmpop, "list",
      "Pops the first element from one of multiple lists. Blocks until an element is available "
-     "otherwise",
-     NULL, 2},
-    /* sorted sets (partial: no score index yet) */
+     "otherwise", NULL, 2},
+    /* sorted sets (cmd_zset.c, zset.h) */
     {"zadd", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zadd, "sorted_set",
      "Adds one or more members to a sorted set, or updates their scores"},
     {"zincrby", 4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zincrby, "sorted_set",
@@ -428,6 +431,55 @@ const cmd_def cmd_table[] = {
      "Returns the index of a member in a sorted set ordered by descending scores"},
     {"zscan", -3, R, 1, 1, 1, CLASS_READ, cmd_zscan, "sorted_set",
      "Iterates over members and scores of a sorted set"},
+    {"zrangebylex", -4, R, 1, 1, 1, CLASS_READ, cmd_zrangebylex, "sorted_set",
+     "Returns members in a sorted set within a lexicographical range"},
+    {"zrevrangebylex", -4, R, 1, 1, 1, CLASS_READ, cmd_zrevrangebylex, "sorted_set",
+     "Returns members in a sorted set within a lexicographical range in reverse order"},
+    {"zrangestore", -5, W, 1, 2, 1, CLASS_WRITE, cmd_zrangestore, "sorted_set",
+     "Stores a range of members from sorted set in a key"},
+    {"zlexcount", 4, R | F, 1, 1, 1, CLASS_READ, cmd_zlexcount, "sorted_set",
+     "Returns the number of members in a sorted set within a lexicographical range"},
+    {"zremrangebyrank", 4, W, 1, 1, 1, CLASS_WRITE, cmd_zremrangebyrank, "sorted_set",
+     "Removes members in a sorted set within a range of indexes"},
+    {"zremrangebyscore", 4, W, 1, 1, 1, CLASS_WRITE, cmd_zremrangebyscore, "sorted_set",
+     "Removes members in a sorted set within a range of scores"},
+    {"zremrangebylex", 4, W, 1, 1, 1, CLASS_WRITE, cmd_zremrangebylex, "sorted_set",
+     "Removes members in a sorted set within a lexicographical range"},
+    {"zpopmin", -2, W | F, 1, 1, 1, CLASS_WRITE, cmd_zpopmin, "sorted_set",
+     "Returns the lowest-scoring members from a sorted set after removing them"},
+    {"zpopmax", -2, W | F, 1, 1, 1, CLASS_WRITE, cmd_zpopmax, "sorted_set",
+     "Returns the highest-scoring members from a sorted set after removing them"},
+    {"zmpop", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zmpop, "sorted_set",
+     "Returns the highest- or lowest-scoring members from one or more sorted sets after "
+     "removing them",
+     NULL, 1},
+    {"zrandmember", -2, R, 1, 1, 1, CLASS_READ, cmd_zrandmember, "sorted_set",
+     "Returns one or more random members from a sorted set"},
+    {"zunion", -3, R, 0, 0, 0, CLASS_READ, cmd_zunion, "sorted_set",
+     "Returns the union of multiple sorted sets", NULL, 1},
+    {"zinter", -3, R, 0, 0, 0, CLASS_READ, cmd_zinter, "sorted_set",
+     "Returns the intersect of multiple sorted sets", NULL, 1},
+    {"zdiff", -3, R, 0, 0, 0, CLASS_READ, cmd_zdiff, "sorted_set",
+     "Returns the difference between multiple sorted sets", NULL, 1},
+    {"zunionstore", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zunionstore, "sorted_set",
+     "Stores the union of multiple sorted sets in a key", NULL, 2},
+    {"zinterstore", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zinterstore, "sorted_set",
+     "Stores the intersect of multiple sorted sets in a key", NULL, 2},
+    {"zdiffstore", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zdiffstore, "sorted_set",
+     "Stores the difference of multiple sorted sets in a key", NULL, 2},
+    {"zintercard", -3, R, 0, 0, 0, CLASS_READ, cmd_zintercard, "sorted_set",
+     "Returns the number of members of the intersect of multiple sorted sets", NULL, 1},
+    /* blocking sorted-set pops (cmd_zblocking.c over blocking.h) */
+    {"bzpopmin", -3, W, 1, -2, 1, CLASS_WRITE, cmd_bzpopmin, "sorted_set",
+     "Removes and returns the member with the lowest score from one or more sorted sets. "
+     "Blocks until a member is available otherwise"},
+    {"bzpopmax", -3, W, 1, -2, 1, CLASS_WRITE, cmd_bzpopmax, "sorted_set",
+     "Removes and returns the member with the highest score from one or more sorted sets. "
+     "Blocks until a member available otherwise"},
+    {"bzmpop", -5, W, 0, 0, 0, CLASS_WRITE, cmd_bzmpop, "sorted_set",
+     "Removes and returns a member by score from one or more sorted sets. Blocks until a "
+     "member is available otherwise",
+     NULL, 2},
     /* scripting (script.h); numkeys at argv[2] */
     {"eval", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_eval, "scripting",
      "Executes a server-side Lua script", NULL, 2},

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* zset.h (which includes this module's header) */
+int zs_index_copy(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, const char *m,
+                  size_t ml, const char *val, size_t vl);
+
 #define SMALL 256
 #define LIST_MID (1ull << 63)
 
@@ -107,7 +111,8 @@ int db_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint8_t type, int
     if (!rc) rc = store_txn_put(t, x->slot, b.p, b.len, type, expire_ms, p, len);
     rk_free(&b);
     multi_touch(x->srv, k, kl);
-    if (type == STORE_T_LIST) blocking_touch(x->srv, k, kl); /* wakes BLPOP & co (blocking.h) */
+    if (type == STORE_T_LIST || type == STORE_T_ZSET) /* wakes BLPOP, BZPOPMIN & co (blocking.h) */
+        blocking_touch(x->srv, k, kl);
     return rc;
 }
 
@@ -446,6 +451,11 @@ int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *
         }
     }
     for (size_t i = 0; i < l->n && !rc; i++)
+    {
         rc = sub_put(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i), l->e[i].vl);
+        if (!rc && sv->type == STORE_T_ZSET) /* and its score-index record */
+            rc = zs_index_copy(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i),
+                               l->e[i].vl);
+    }
     return rc ? rc : obj_save(x, t, dk, dkl, &o);
 }

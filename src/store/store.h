@@ -343,22 +343,28 @@ KEEL_MUST_CHECK int store_range_digest(store *s, unsigned slot_lo, unsigned slot
 
 /* ---- Data model (DESIGN.md §14), store_types.c ---------------------------
  * The store's key argument is a record key, stored after the slot prefix.
- * Data format 2 (docs/storage-format.md) tags every record key:
+ * Data format 3 (docs/storage-format.md) tags every record key:
  *   [0x00][user key]                                  a key: string value or
  *                                                     compound metadata
  *   [0x01][user klen u16 BE][user key][version u64 BE][field]
  *                                                     a field/member record
+ *   [0x02][user klen u16 BE][user key][version u64 BE][score 8][member]
+ *                                                     a sorted set's score-
+ *                                                     index record (format 3;
+ *                                                     score as core/zscore.h)
  * so a slot's keys sort before its field records and a key's fields of one
  * version are one contiguous range. DEL of a compound key drops only the
  * metadata record; the field records of versions no metadata names
  * (orphans) are deleted in the background by store_gc, through ordinary txn
  * deletes, so statistics, digests and change captures stay exact. The format
  * version is kept in the meta column family ("c/format") and checked at
- * open: a format-1 store (untagged keys) is upgraded in place, a later
- * format is refused. */
-#define STORE_FORMAT 2
+ * open: a format-1 store (untagged keys) and a format-2 store (sorted sets
+ * without score-index records) are upgraded in place, a later format is
+ * refused. store_gc treats index records (tag 0x02) as field records. */
+#define STORE_FORMAT 3
 #define STORE_TAG_KEY 0x00
 #define STORE_TAG_SUB 0x01
+#define STORE_TAG_ZIDX 0x02
 #define STORE_META_LEN 16u    /* [version][size] */
 #define STORE_UKEY_MAX 65500u /* user key bytes a record key may hold */
 
@@ -369,6 +375,10 @@ size_t store_rkey(char *out, const char *k, size_t kl);
  * for kl + 11). Returns its length, or 0 when kl > STORE_UKEY_MAX. Append
  * the field to get the record key. */
 size_t store_sub_prefix(char *out, const char *k, size_t kl, uint64_t version);
+/* Writes the score-index prefix [0x02][kl u16][k][version] into out (room
+ * for kl + 11). Returns its length, or 0 when kl > STORE_UKEY_MAX. Append
+ * the encoded score (core/zscore.h) and the member to get the record key. */
+size_t store_zidx_prefix(char *out, const char *k, size_t kl, uint64_t version);
 /* A fresh version for a compound key created now: unique among the
  * store's versions (wall-clock microseconds, bumped past the last one). */
 uint64_t store_new_version(store *s);
@@ -385,6 +395,13 @@ typedef int (*store_rec_cb)(void *arg, const char *rkey, size_t rklen, const sto
 long store_scan_range(store *s, unsigned slot, const char *from, size_t fromlen, const char *to,
                       size_t tolen, size_t skip, size_t max, int64_t now_ms, store_rec_cb cb,
                       void *arg);
+/* store_scan_range in descending key order: the live records of slot in
+ * [from, to), the last first, skipping the first skip (from the top), up
+ * to max. to is required here (NULL is KEEL_EINVAL); it may lie past the
+ * slot's last record. Same rules and returns as store_scan_range. */
+long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t fromlen,
+                          const char *to, size_t tolen, size_t skip, size_t max, int64_t now_ms,
+                          store_rec_cb cb, void *arg);
 /* Background cleanup: examines up to max field records of slots that may
  * hold orphans (marked when a compound key's metadata is deleted, replaced
  * by another version or expired, when field records arrive by

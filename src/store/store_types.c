@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/zscore.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,12 @@ size_t store_sub_prefix(char *out, const char *k, size_t kl, uint64_t version) {
     if (kl) memcpy(out + 3, k, kl);
     put_be64(out + 3 + kl, version);
     return kl + 11;
+}
+
+size_t store_zidx_prefix(char *out, const char *k, size_t kl, uint64_t version) {
+    size_t n = store_sub_prefix(out, k, kl, version);
+    if (n) out[0] = STORE_TAG_ZIDX;
+    return n;
 }
 
 uint64_t store_new_version(store *s) {
@@ -114,6 +121,69 @@ static int migrate_v1(store *s) {
     return rc;
 }
 
+/* Format 2 -> 3: writes a score-index record for every sorted-set member
+ * record (tag 0x01, type 0x83, an 8-byte IEEE-754 score). Orphaned members
+ * get one too; store_gc removes both. Drops the clean marker, so open_stats
+ * recounts. Idempotent: a crash before c/format is set redoes the same puts. */
+static int migrate_v2(store *s) {
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_fill_cache(ro, 0);
+    rocksdb_readoptions_set_total_order_seek(ro, 1);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf_data);
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    char *rerr = NULL;
+    size_t n = 0, total = 0, skipped = 0;
+    char *nk = malloc(KEY_MAX + 8);
+    int rc = nk ? 0 : KEEL_ENOMEM;
+    const char hdr[VAL_HDR] = {(char)(STORE_T_SUB | STORE_T_ZSET)};
+    for (rocksdb_iter_seek_to_first(it); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl);
+        const char *v = rocksdb_iter_value(it, &vl);
+        if (kl < KEY_PREFIX + 3 || k[KEY_PREFIX] != STORE_TAG_SUB || vl != VAL_HDR + 8 ||
+            (uint8_t)v[0] != (STORE_T_SUB | STORE_T_ZSET))
+            continue;
+        size_t plen = KEY_PREFIX + 3 + get_be16(k + KEY_PREFIX + 1) + 8;
+        if (kl < plen) continue;
+        if (kl + ZSCORE_LEN > KEY_MAX) { /* no room for the score: unreadable as an index */
+            skipped++;
+            continue;
+        }
+        uint64_t bits = get_be64(v + VAL_HDR);
+        double d;
+        memcpy(&d, &bits, 8);
+        memcpy(nk, k, plen);
+        nk[KEY_PREFIX] = STORE_TAG_ZIDX;
+        zscore_encode(nk + plen, d);
+        memcpy(nk + plen + ZSCORE_LEN, k + plen, kl - plen);
+        rocksdb_writebatch_put_cf(wb, s->cf_data, nk, kl + ZSCORE_LEN, hdr, sizeof hdr);
+        total++;
+        if (++n == MIGRATE_BATCH) {
+            rocksdb_write(s->db, s->wopts, wb, &rerr);
+            if (rerr) rc = store__rerr_log("store_migrate", rerr);
+            rocksdb_writebatch_clear(wb);
+            n = 0;
+        }
+    }
+    if (!rc) rocksdb_iter_get_error(it, &rerr);
+    if (!rc && rerr) rc = store__rerr_log("store_migrate", rerr);
+    const char f = '0' + STORE_FORMAT;
+    rocksdb_writebatch_delete_cf(wb, s->cf_meta, "c/stats", 7);
+    rocksdb_writebatch_put_cf(wb, s->cf_meta, FORMAT_KEY, strlen(FORMAT_KEY), &f, 1);
+    if (!rc) rocksdb_write(s->db, s->wopts, wb, &rerr);
+    if (!rc && rerr) rc = store__rerr_log("store_migrate", rerr);
+    if (!rc) rocksdb_flush_wal(s->db, 1, &rerr);
+    if (!rc && rerr) rc = store__rerr_log("store_migrate", rerr);
+    free(nk);
+    rocksdb_writebatch_destroy(wb);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    if (!rc)
+        keel_log(KEEL_LOG_INFO, "store_format_upgrade",
+                 "from=2 to=%d zset_index_records=%zu skipped=%zu", STORE_FORMAT, total, skipped);
+    return rc;
+}
+
 int store__format_open(store *s, char *err, size_t errcap) {
     char *rerr = NULL;
     size_t vl = 0;
@@ -121,11 +191,13 @@ int store__format_open(store *s, char *err, size_t errcap) {
         rocksdb_get_cf(s->db, s->ropts, s->cf_meta, FORMAT_KEY, strlen(FORMAT_KEY), &vl, &rerr);
     if (rerr) return store__rerr_log("store_format", rerr);
     if (f) {
-        int ok = vl == 1 && f[0] == '0' + STORE_FORMAT;
+        int v2 = vl == 1 && f[0] == '2';
+        int ok = v2 || (vl == 1 && f[0] == '0' + STORE_FORMAT);
         if (!ok && err && errcap)
             snprintf(err, errcap, "cannot open store in %s: data format '%.*s' is not %d", s->dir,
                      (int)(vl < 8 ? vl : 8), f, STORE_FORMAT);
         rocksdb_free(f);
+        if (v2) return migrate_v2(s);
         return ok ? 0 : KEEL_ECORRUPT;
     }
     /* No format record: a new store, or one written by format 1. */
@@ -202,6 +274,68 @@ long store_scan_range(store *s, unsigned slot, const char *from, size_t fromlen,
     return n;
 }
 
+/* Descending scan. A prefix-mode iterator (prefix_same_as_start, the
+ * memtable prefix bloom) finds nothing on SeekForPrev here (test-zset
+ * scan_rev), so this one is total-order, bounded below by from, and stops
+ * at the first record outside [from, to) of the slot. */
+long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t fromlen, const char *to,
+                          size_t tolen, size_t skip, size_t max, int64_t now_ms, store_rec_cb cb,
+                          void *arg) {
+    if (slot >= STORE_SLOTS || !cb || !to || s->txn.open || fromlen > KEY_MAX - KEY_PREFIX ||
+        tolen > KEY_MAX - KEY_PREFIX)
+        return KEEL_EINVAL;
+    if (max == 0) return 0;
+    int wrc = store__turn_write(s);
+    if (wrc) return wrc;
+    char *lo = malloc(KEY_PREFIX + fromlen + 1), *hi = malloc(KEY_PREFIX + tolen + 1);
+    if (!lo || !hi) {
+        free(lo);
+        free(hi);
+        return KEEL_ENOMEM;
+    }
+    put_be16(lo, slot);
+    if (fromlen) memcpy(lo + KEY_PREFIX, from, fromlen);
+    size_t lol = KEY_PREFIX + fromlen, hil = KEY_PREFIX + tolen;
+    put_be16(hi, slot);
+    if (tolen) memcpy(hi + KEY_PREFIX, to, tolen);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_total_order_seek(ro, 1);
+    rocksdb_readoptions_set_iterate_lower_bound(ro, lo, lol);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf_data);
+    long n = 0;
+    rocksdb_iter_seek_for_prev(it, hi, hil);
+    for (; rocksdb_iter_valid(it) && (size_t)n < max; rocksdb_iter_prev(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl);
+        const char *v = rocksdb_iter_value(it, &vl);
+        if (kl < KEY_PREFIX || get_be16(k) != slot) break;
+        size_t m = kl < hil ? kl : hil;
+        int c = memcmp(k, hi, m);
+        if (c > 0 || (c == 0 && kl >= hil)) continue; /* at or past to */
+        c = memcmp(k, lo, kl < lol ? kl : lol);
+        if (c < 0 || (c == 0 && kl < lol)) break; /* before from */
+        if (vl < VAL_HDR) continue;
+        int64_t exp = (int64_t)get_be64(v + 1);
+        if (exp != 0 && exp <= now_ms) continue;
+        if (skip) {
+            skip--;
+            continue;
+        }
+        store_value sv = {
+            .type = (uint8_t)v[0], .expire_ms = exp, .data = v + VAL_HDR, .len = vl - VAL_HDR};
+        n++;
+        if (cb(arg, k + KEY_PREFIX, kl - KEY_PREFIX, &sv)) break;
+    }
+    char *rerr = NULL;
+    rocksdb_iter_get_error(it, &rerr);
+    if (rerr) n = store__rerr_log("store_scan", rerr);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    free(lo);
+    free(hi);
+    return n;
+}
+
 /* ---- Cleanup of orphaned field records ----------------------------------- */
 
 /* Cleans one slot from the gc cursor. Returns 1 when the slot is done, 0
@@ -213,7 +347,7 @@ static int gc_slot(store *s, unsigned slot, int64_t now_ms, size_t *budget, long
     put_be16(lo, slot);
     lo[KEY_PREFIX] = STORE_TAG_SUB;
     put_be16(hi, slot);
-    hi[KEY_PREFIX] = STORE_TAG_SUB + 1;
+    hi[KEY_PREFIX] = STORE_TAG_ZIDX + 1; /* field and score-index records */
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_fill_cache(ro, 0);
     rocksdb_readoptions_set_prefix_same_as_start(ro, 1);
