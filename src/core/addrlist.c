@@ -15,7 +15,6 @@ static int bad(addrlist *out, char *err, size_t cap, const char *what, const cha
 
 static int parse_one(const char *el, size_t len, addrlist_entry *e, addrlist *out, char *err,
                      size_t cap) {
-    if (len == 0) return bad(out, err, cap, "empty address", el, len);
     const char *colon = NULL;
     for (size_t i = 0; i < len; i++) {
         if (el[i] == ' ' || el[i] == '\t' || el[i] == '\r' || el[i] == '\n')
@@ -46,6 +45,10 @@ int addrlist_parse(const char *s, addrlist *out, char *err, size_t cap) {
         if (n == ADDRLIST_MAX) {
             out->n = 0;
             if (cap) snprintf(err, cap, "more than %d addresses in '%.300s'", ADDRLIST_MAX, s);
+            return KEEL_EINVAL;
+        }
+        if (len == 0) {
+            if (cap) snprintf(err, cap, "empty address (number %d) in '%.300s'", n + 1, s);
             return KEEL_EINVAL;
         }
         int rc = parse_one(p, len, &out->a[n], out, err, cap);
