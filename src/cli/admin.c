@@ -66,8 +66,7 @@ typedef struct admin_args {
 static int usage(const admin_cmd *d, const char *bad) {
     fprintf(stderr,
             "keel %s: %s\nusage: keel %s%s --coord HOST:PORT[,HOST:PORT...]%s [--password PW]\n",
-            d->cli,
-            bad, d->cli, d->usage, d->json ? " [--json]" : "");
+            d->cli, bad, d->cli, d->usage, d->json ? " [--json]" : "");
     return 2;
 }
 
@@ -84,8 +83,9 @@ static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) 
         else if (!strcmp(f, "--coord") && v) {
             char why[384], msg[448];
             if (addrlist_parse(v, &a->coords, why, sizeof why)) {
-                snprintf(msg, sizeof msg, "--coord must be HOST:PORT[,HOST:PORT...] (at most %d): %s",
-                         ADDRLIST_MAX, why);
+                snprintf(msg, sizeof msg,
+                         "--coord must be HOST:PORT[,HOST:PORT...] (at most %d): %s", ADDRLIST_MAX,
+                         why);
                 return usage(d, msg);
             }
             i++;

@@ -66,8 +66,8 @@ const char *addrlist_format(const addrlist *l, char *buf, size_t cap) {
     buf[0] = 0;
     size_t used = 0;
     for (int i = 0; i < l->n && used < cap; i++) {
-        int w = snprintf(buf + used, cap - used, "%s%s:%d", i ? "," : "", l->a[i].host,
-                         l->a[i].port);
+        int w =
+            snprintf(buf + used, cap - used, "%s%s:%d", i ? "," : "", l->a[i].host, l->a[i].port);
         if (w < 0) break;
         used += (size_t)w;
     }

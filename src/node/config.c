@@ -267,7 +267,8 @@ int node_config_parse(node_config *c, int argc, char **argv, char *err, size_t c
 
 const char *node_config_usage(void) {
     return "usage: keel node --port N --dir DIR (--own all | --map FILE --id ID |\n"
-           "                 --coord HOST:PORT[,HOST:PORT...] --secret-file FILE [--id ID]) [options]\n"
+           "                 --coord HOST:PORT[,HOST:PORT...] --secret-file FILE [--id ID]) "
+           "[options]\n"
            "  --rack R, --capacity C      with --coord: placement hints (capacity default 1)\n"
            "  --fsync always|everysec|no  WAL sync policy (default always: group commit)\n"
            "  --bind ADDR                 listen address (default 127.0.0.1)\n"

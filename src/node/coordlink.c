@@ -34,9 +34,9 @@ typedef enum { L_DOWN, L_HELLO, L_PROOF, L_COORDKEY, L_REGISTER, L_READY } link_
 struct coordlink {
     uv_loop_t *loop;
     coordlink_config cfg;
-    addrlist coords;   /* the coordinator addresses; at least one */
-    int cur;           /* the one being dialled or linked */
-    int round_fails;   /* failures since the last registration, to pace full rounds */
+    addrlist coords; /* the coordinator addresses; at least one */
+    int cur;         /* the one being dialled or linked */
+    int round_fails; /* failures since the last registration, to pace full rounds */
     char self_id[65], adv_host[256], rack[65];
     char pinned[COORDKEY_PUB_HEX + 1]; /* the coordinator key, "" until the first join */
     peerauth_secret secret;
@@ -119,8 +119,8 @@ static void on_coordkey(redisAsyncContext *ac, void *reply, void *priv) {
             return;
         }
         snprintf(l->pinned, sizeof l->pinned, "%s", pub);
-        keel_log(KEEL_LOG_INFO, "coordinator_key_pinned", "coord=%s:%d key=%s", HOST(l),
-                 PORT(l), l->pinned);
+        keel_log(KEEL_LOG_INFO, "coordinator_key_pinned", "coord=%s:%d key=%s", HOST(l), PORT(l),
+                 l->pinned);
     }
     send_register(l);
 }
@@ -272,8 +272,8 @@ static void on_register(redisAsyncContext *ac, void *reply, void *priv) {
         link_fail(l, "register-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
         return;
     }
-    keel_log(KEEL_LOG_INFO, "coord_registered", "coord=%s:%d node=%s attempts=%d", HOST(l),
-             PORT(l), l->self_id, l->fails + 1);
+    keel_log(KEEL_LOG_INFO, "coord_registered", "coord=%s:%d node=%s attempts=%d", HOST(l), PORT(l),
+             l->self_id, l->fails + 1);
     l->fails = 0;
     l->round_fails = 0;
     l->state = L_READY;

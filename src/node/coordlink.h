@@ -37,8 +37,8 @@ typedef struct coordlink_config {
     const char *host; /* the coordinator, when coords is NULL */
     int port;
     const addrlist *coords; /* or every coordinator's address, tried in order (copied) */
-    const char *self_id;  /* our node id (proven in the handshake) */
-    const char *adv_host; /* where clients reach us */
+    const char *self_id;    /* our node id (proven in the handshake) */
+    const char *adv_host;   /* where clients reach us */
     int adv_port;
     const char *rack; /* "" = none */
     double capacity;
