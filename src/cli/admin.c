@@ -10,10 +10,13 @@
  *   keel moves [--json] [--all] [--watch]     (--watch: moves_watch.c)
  *   keel plan --coord HOST:PORT [--json]      (plan.c hands this case here)
  *
- * Every one takes --coord HOST:PORT (default 127.0.0.1:7400) and --password
- * PW (or $KEEL_PASSWORD). Exit status: 0, 1 (the coordinator refused or is
- * unreachable), 2 (bad usage). */
-#include "core/num.h"
+ * Every one takes --coord HOST:PORT[,HOST:PORT...] (default 127.0.0.1:7400;
+ * core/addrlist.h: only the leading coordinator listens, so the addresses are
+ * tried in order and the first that accepts the connection is used) and
+ * --password PW (or $KEEL_PASSWORD). Exit status: 0, 1 (the coordinator
+ * refused, or no address answered: the error names each one tried), 2 (bad
+ * usage). */
+#include "core/addrlist.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -53,42 +56,38 @@ static const admin_cmd cmds[] = {
 int moves_watch(redisContext *c, int all); /* moves_watch.c */
 
 typedef struct admin_args {
-    char host[256];
-    int port;
+    addrlist coords;
     int json, all, watch;
     const char *node, *reason, *password;
     const char *pos[2];
     int npos;
 } admin_args;
 
-static int parse_coord(const char *v, admin_args *a) {
-    const char *colon = strrchr(v, ':');
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof a->host) return -1;
-    uint64_t p;
-    if (keel_parse_u64z(colon + 1, &p) || p == 0 || p > 65535) return -1;
-    memcpy(a->host, v, (size_t)(colon - v));
-    a->host[colon - v] = 0;
-    a->port = (int)p;
-    return 0;
-}
-
 static int usage(const admin_cmd *d, const char *bad) {
-    fprintf(stderr, "keel %s: %s\nusage: keel %s%s --coord HOST:PORT%s [--password PW]\n", d->cli,
-            bad, d->cli, d->usage, d->json ? " [--json]" : "");
+    fprintf(stderr,
+            "keel %s: %s\nusage: keel %s%s --coord HOST:PORT[,HOST:PORT...]%s [--password PW]\n",
+            d->cli, bad, d->cli, d->usage, d->json ? " [--json]" : "");
     return 2;
 }
 
 static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) {
     memset(a, 0, sizeof *a);
-    snprintf(a->host, sizeof a->host, "127.0.0.1");
-    a->port = 7400;
+    a->coords.n = 1;
+    snprintf(a->coords.a[0].host, sizeof a->coords.a[0].host, "127.0.0.1");
+    a->coords.a[0].port = 7400;
     a->password = getenv("KEEL_PASSWORD");
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (d->json && !strcmp(f, "--json"))
             a->json = 1;
         else if (!strcmp(f, "--coord") && v) {
-            if (parse_coord(v, a)) return usage(d, "--coord must be HOST:PORT");
+            char why[384], msg[448];
+            if (addrlist_parse(v, &a->coords, why, sizeof why)) {
+                snprintf(msg, sizeof msg,
+                         "--coord must be HOST:PORT[,HOST:PORT...] (at most %d): %s", ADDRLIST_MAX,
+                         why);
+                return usage(d, msg);
+            }
             i++;
         } else if (d->node && !strcmp(f, "--node") && v)
             a->node = argv[++i];
@@ -112,15 +111,32 @@ static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) 
     return 0;
 }
 
+/* The first address in a->coords that accepts a connection, or NULL after
+ * printing every address tried and why each failed. */
+static redisContext *dial_first(const admin_cmd *d, const admin_args *a, struct timeval tv) {
+    char tried[ADDRLIST_MAX][320];
+    for (int i = 0; i < a->coords.n; i++) {
+        const addrlist_entry *e = &a->coords.a[i];
+        redisContext *c = redisConnectWithTimeout(e->host, e->port, tv);
+        if (c && !c->err) return c;
+        snprintf(tried[i], sizeof tried[i], "%s:%d: %s", e->host, e->port,
+                 c ? c->errstr : "out of memory");
+        redisFree(c);
+    }
+    if (a->coords.n == 1) {
+        fprintf(stderr, "keel %s: cannot reach the coordinator at %s\n", d->cli, tried[0]);
+        return NULL;
+    }
+    fprintf(stderr, "keel %s: cannot reach any of the %d coordinators:\n", d->cli, a->coords.n);
+    for (int i = 0; i < a->coords.n; i++)
+        fprintf(stderr, "  %s\n", tried[i]);
+    return NULL;
+}
+
 static int run(const admin_cmd *d, const admin_args *a) {
     struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout(a->host, a->port, tv);
-    if (!c || c->err) {
-        fprintf(stderr, "keel %s: cannot reach the coordinator at %s:%d: %s\n", d->cli, a->host,
-                a->port, c ? c->errstr : "out of memory");
-        redisFree(c);
-        return 1;
-    }
+    redisContext *c = dial_first(d, a, tv);
+    if (!c) return 1;
     redisSetTimeout(c, tv);
     int status = 1;
     redisReply *r = NULL;

@@ -19,7 +19,7 @@
 
 static void plan_usage(FILE *f) {
     fputs("usage: keel plan --model FILE [--json]\n"
-          "       keel plan --coord HOST:PORT [--json] [--password PW]\n"
+          "       keel plan --coord HOST:PORT[,...] [--json] [--password PW]\n"
           "  Plans one rebalance round for the cluster described in FILE (JSON; see\n"
           "  docs/planner.md) and prints the moves with their reasons.\n"
           "  With --coord, asks a running coordinator for a dry run on live metrics.\n"

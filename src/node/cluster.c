@@ -9,6 +9,7 @@
  */
 #include "node/cluster.h"
 #include "core/coordkey.h"
+#include "core/addrlist.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/num.h"
@@ -219,6 +220,7 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
     if (rc) return rc;
     coordlink_config lc = {.host = s->cfg.coord_host,
                            .port = s->cfg.coord_port,
+                           .coords = s->cfg.coords.n ? &s->cfg.coords : NULL,
                            .self_id = s->cfg.id,
                            .adv_host = s->cfg.announce_host,
                            .adv_port = s->cfg.port,
@@ -250,7 +252,9 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
     peerauth_secret_wipe(&secret);
     if (!s->link) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
     if (saved) return 0;
-    keel_log(KEEL_LOG_INFO, "waiting_for_map", "coord=%s:%d", s->cfg.coord_host, s->cfg.coord_port);
+    char coords[1024];
+    keel_log(KEEL_LOG_INFO, "waiting_for_map", "coord=%s",
+             s->cfg.coords.n ? addrlist_format(&s->cfg.coords, coords, sizeof coords) : "?");
     while (!s->have_first_map && !s->stopping)
         uv_run(s->loop, UV_RUN_ONCE);
     if (!s->have_first_map)

@@ -131,16 +131,14 @@ static int f_loglevel(node_config *c, const char *v, char *e, size_t n) {
     return 0;
 }
 static int f_coord(node_config *c, const char *v, char *e, size_t n) {
-    const char *colon = strrchr(v, ':');
-    long long port;
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->coord_host ||
-        parse_ll(colon + 1, 1, 65535, &port)) {
-        snprintf(e, n, "--coord must be HOST:PORT, got '%s'", v);
+    char why[384];
+    if (addrlist_parse(v, &c->coords, why, sizeof why)) {
+        snprintf(e, n, "--coord must be HOST:PORT[,HOST:PORT...] (at most %d): %s", ADDRLIST_MAX,
+                 why);
         return KEEL_EINVAL;
     }
-    memcpy(c->coord_host, v, (size_t)(colon - v));
-    c->coord_host[colon - v] = 0;
-    c->coord_port = (int)port;
+    snprintf(c->coord_host, sizeof c->coord_host, "%s", c->coords.a[0].host);
+    c->coord_port = c->coords.a[0].port;
     return 0;
 }
 static int f_secret(node_config *c, const char *v, char *e, size_t n) {
@@ -269,7 +267,8 @@ int node_config_parse(node_config *c, int argc, char **argv, char *err, size_t c
 
 const char *node_config_usage(void) {
     return "usage: keel node --port N --dir DIR (--own all | --map FILE --id ID |\n"
-           "                 --coord HOST:PORT --secret-file FILE [--id ID]) [options]\n"
+           "                 --coord HOST:PORT[,HOST:PORT...] --secret-file FILE [--id ID]) "
+           "[options]\n"
            "  --rack R, --capacity C      with --coord: placement hints (capacity default 1)\n"
            "  --fsync always|everysec|no  WAL sync policy (default always: group commit)\n"
            "  --bind ADDR                 listen address (default 127.0.0.1)\n"

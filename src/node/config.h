@@ -10,17 +10,19 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "core/addrlist.h"
 #include "resp/resp.h"
 #include "store/store.h"
 
 typedef struct node_config {
-    int port;               /* client port (required) */
-    char bind[64];          /* listen address, default 127.0.0.1 */
-    char announce_host[64]; /* address put in -MOVED/CLUSTER output; default = bind */
-    char dir[PATH_MAX];     /* data directory (required) */
-    int own_all;            /* --own all */
-    char coord_host[256];   /* --coord HOST:PORT: join a cluster */
-    int coord_port;
+    int port;                   /* client port (required) */
+    char bind[64];              /* listen address, default 127.0.0.1 */
+    char announce_host[64];     /* address put in -MOVED/CLUSTER output; default = bind */
+    char dir[PATH_MAX];         /* data directory (required) */
+    int own_all;                /* --own all */
+    char coord_host[256];       /* --coord HOST:PORT[,...]: join a cluster; the first address */
+    int coord_port;             /* 0 = no --coord */
+    addrlist coords;            /* every --coord address, tried in order (core/addrlist.h) */
     char secret_file[PATH_MAX]; /* --secret-file, with --coord */
     char rack[65];              /* --rack, with --coord */
     double capacity;            /* --capacity, with --coord (default 1) */

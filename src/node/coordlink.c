@@ -4,7 +4,8 @@
  * READY ^                                                                   |
  *     +------ any error, reply error or disconnect (redial after 1 s) ----+
  *
- * READY sends KEEL.HEARTBEAT every heartbeat_ms, one at a time.
+ * READY sends KEEL.HEARTBEAT every heartbeat_ms, one at a time. Each
+ * failure moves to the next coordinator address (see next_addr).
  */
 #include "node/coordlink.h"
 #include "core/coordkey.h"
@@ -25,12 +26,18 @@
 
 #define REDIAL_MS 1000
 
+#define HOST(l) ((l)->coords.a[(l)->cur].host)
+#define PORT(l) ((l)->coords.a[(l)->cur].port)
+
 typedef enum { L_DOWN, L_HELLO, L_PROOF, L_COORDKEY, L_REGISTER, L_READY } link_state;
 
 struct coordlink {
     uv_loop_t *loop;
     coordlink_config cfg;
-    char host[256], self_id[65], adv_host[256], rack[65];
+    addrlist coords; /* the coordinator addresses; at least one */
+    int cur;         /* the one being dialled or linked */
+    int round_fails; /* failures since the last registration, to pace full rounds */
+    char self_id[65], adv_host[256], rack[65];
     char pinned[COORDKEY_PUB_HEX + 1]; /* the coordinator key, "" until the first join */
     peerauth_secret secret;
     coordlink_cbs cbs;
@@ -53,6 +60,17 @@ static void on_timer(uv_timer_t *t);
 
 static void arm(coordlink *l, int ms) {
     if (!l->stopping) uv_timer_start(&l->timer, on_timer, (uint64_t)ms, 0);
+}
+
+/* After a failure on the current address: moves to the next one and returns
+ * the delay before dialling it - none within a round, REDIAL_MS once every
+ * address has failed since the last registration (one address: REDIAL_MS
+ * each time, as before lists). */
+static int next_addr(coordlink *l) {
+    if (l->coords.n > 1) l->cur = (l->cur + 1) % l->coords.n;
+    if (++l->round_fails < l->coords.n) return 0;
+    l->round_fails = 0;
+    return REDIAL_MS;
 }
 
 static int send_argv(coordlink *l, redisCallbackFn *cb, int argc, const char **argv) {
@@ -81,8 +99,8 @@ static void on_coordkey(redisAsyncContext *ac, void *reply, void *priv) {
     if (!reply_shape(r, "ss") || peerauth_binding(l->pa, b, &n) ||
         coordkey_verify(r->element[0]->str, r->element[0]->len, "server", b, n, r->element[1]->str,
                         r->element[1]->len)) {
-        keel_log(KEEL_LOG_WARN, "coordinator_refused", "coord=%s:%d reason=key-not-proven", l->host,
-                 l->cfg.port);
+        keel_log(KEEL_LOG_WARN, "coordinator_refused", "coord=%s:%d reason=key-not-proven", HOST(l),
+                 PORT(l));
         link_fail(l, "coordinator-key-not-proven",
                   r && r->type == REDIS_REPLY_ERROR ? r->str : "no valid key proof");
         return;
@@ -90,7 +108,7 @@ static void on_coordkey(redisAsyncContext *ac, void *reply, void *priv) {
     const char *pub = r->element[0]->str;
     if (l->pinned[0] && strcasecmp(pub, l->pinned) != 0) {
         keel_log(KEEL_LOG_WARN, "coordinator_refused", "coord=%s:%d reason=key-mismatch key=%.16s",
-                 l->host, l->cfg.port, pub);
+                 HOST(l), PORT(l), pub);
         link_fail(l, "coordinator-key-mismatch", "not the pinned coordinator key");
         return;
     }
@@ -101,8 +119,8 @@ static void on_coordkey(redisAsyncContext *ac, void *reply, void *priv) {
             return;
         }
         snprintf(l->pinned, sizeof l->pinned, "%s", pub);
-        keel_log(KEEL_LOG_INFO, "coordinator_key_pinned", "coord=%s:%d key=%s", l->host,
-                 l->cfg.port, l->pinned);
+        keel_log(KEEL_LOG_INFO, "coordinator_key_pinned", "coord=%s:%d key=%s", HOST(l), PORT(l),
+                 l->pinned);
     }
     send_register(l);
 }
@@ -172,26 +190,26 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     }
     l->refs--;
     if (l->state != L_DOWN)
-        keel_log(KEEL_LOG_WARN, "coord_link_lost", "coord=%s:%d", l->host, l->cfg.port);
+        keel_log(KEEL_LOG_WARN, "coord_link_lost", "coord=%s:%d", HOST(l), PORT(l));
     l->state = L_DOWN;
     l->hb_in_flight = 0;
-    arm(l, REDIAL_MS);
+    arm(l, next_addr(l));
 }
 
 static void dial(coordlink *l) {
-    l->ac = redisAsyncConnect(l->host, l->cfg.port);
+    l->ac = redisAsyncConnect(HOST(l), PORT(l));
     if (!l->ac || l->ac->err) {
-        keel_log(KEEL_LOG_WARN, "coord_dial_failed", "coord=%s:%d err=\"%s\"", l->host, l->cfg.port,
+        keel_log(KEEL_LOG_WARN, "coord_dial_failed", "coord=%s:%d err=\"%s\"", HOST(l), PORT(l),
                  l->ac ? l->ac->errstr : "out of memory");
         if (l->ac) redisAsyncFree(l->ac);
         l->ac = NULL;
-        arm(l, REDIAL_MS);
+        arm(l, next_addr(l));
         return;
     }
     if (hiredis_uv_attach(l->ac, l->loop) != REDIS_OK) {
         redisAsyncFree(l->ac);
         l->ac = NULL;
-        arm(l, REDIAL_MS);
+        arm(l, next_addr(l));
         return;
     }
     l->ac->data = l;
@@ -207,14 +225,14 @@ static void link_fail(coordlink *l, const char *why, const char *detail) {
     /* Every failure is logged, but a coordinator that stays away costs one
      * WARN line per 30 attempts, not one per second. */
     int level = (l->fails++ % 30) == 0 ? KEEL_LOG_WARN : KEEL_LOG_DEBUG;
-    keel_log(level, "coord_link_failed", "coord=%s:%d reason=%s attempt=%d detail=%s", l->host,
-             l->cfg.port, why, l->fails,
+    keel_log(level, "coord_link_failed", "coord=%s:%d reason=%s attempt=%d detail=%s", HOST(l),
+             PORT(l), why, l->fails,
              keel_log_quote(q, sizeof q, detail ? detail : "", detail ? strlen(detail) : 0));
     l->state = L_DOWN;
     l->hb_in_flight = 0;
     redisAsyncContext *ac = l->ac;
     if (!ac) {
-        arm(l, REDIAL_MS);
+        arm(l, next_addr(l));
         return;
     }
     /* Free, not a graceful disconnect: that would wait for replies a silent
@@ -226,7 +244,7 @@ static void link_fail(coordlink *l, const char *why, const char *detail) {
         l->ac = NULL;
         l->refs--;
         redisAsyncFree(ac);
-        arm(l, REDIAL_MS);
+        arm(l, next_addr(l));
         return;
     }
     redisAsyncFree(ac);
@@ -254,9 +272,10 @@ static void on_register(redisAsyncContext *ac, void *reply, void *priv) {
         link_fail(l, "register-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
         return;
     }
-    keel_log(KEEL_LOG_INFO, "coord_registered", "coord=%s:%d node=%s attempts=%d", l->host,
-             l->cfg.port, l->self_id, l->fails + 1);
+    keel_log(KEEL_LOG_INFO, "coord_registered", "coord=%s:%d node=%s attempts=%d", HOST(l), PORT(l),
+             l->self_id, l->fails + 1);
     l->fails = 0;
+    l->round_fails = 0;
     l->state = L_READY;
     send_heartbeat(l);
     arm(l, l->cfg.heartbeat_ms);
@@ -319,7 +338,14 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
         directive_guard_restore(l->guard, cfg->last_term, cfg->last_seq);
     l->loop = loop;
     l->cfg = *cfg;
-    snprintf(l->host, sizeof l->host, "%s", cfg->host);
+    if (cfg->coords && cfg->coords->n > 0) {
+        l->coords = *cfg->coords;
+    } else {
+        l->coords.n = 1;
+        snprintf(l->coords.a[0].host, sizeof l->coords.a[0].host, "%s", cfg->host);
+        l->coords.a[0].port = cfg->port;
+    }
+    l->cfg.coords = NULL; /* copied above */
     snprintf(l->self_id, sizeof l->self_id, "%s", cfg->self_id);
     snprintf(l->adv_host, sizeof l->adv_host, "%s", cfg->adv_host);
     snprintf(l->rack, sizeof l->rack, "%s", cfg->rack ? cfg->rack : "");

@@ -9,8 +9,14 @@
  * heartbeat_ms with its metrics. A heartbeat reply carries the map whenever
  * the node's is older: that is a directive (term, seq), admitted through a
  * directive_guard (invariant I3: only this authenticated connection, never a
- * stale term, never a replay) before the node's callback sees it. Lost
- * connections are redialled every second. All on the node's loop thread.
+ * stale term, never a replay) before the node's callback sees it.
+ *
+ * Several coordinator addresses may be given (issue 12: only the leader
+ * listens). The link tries them in order: a refused or failed dial, a failed
+ * handshake or a lost link moves it to the next address at once; after a
+ * full round of failures it waits a second (the backoff of a single
+ * address) before the next round. It logs the address it registered with.
+ * All on the node's loop thread.
  */
 #ifndef KEEL_COORDLINK_H
 #define KEEL_COORDLINK_H
@@ -18,6 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/addrlist.h"
 #include "core/buf.h"
 #include "core/directive.h"
 #include "core/peerauth.h"
@@ -27,10 +34,11 @@
 typedef struct coordlink coordlink;
 
 typedef struct coordlink_config {
-    const char *host; /* the coordinator */
+    const char *host; /* the coordinator, when coords is NULL */
     int port;
-    const char *self_id;  /* our node id (proven in the handshake) */
-    const char *adv_host; /* where clients reach us */
+    const addrlist *coords; /* or every coordinator's address, tried in order (copied) */
+    const char *self_id;    /* our node id (proven in the handshake) */
+    const char *adv_host;   /* where clients reach us */
     int adv_port;
     const char *rack; /* "" = none */
     double capacity;
