@@ -17,6 +17,8 @@
 #include "node/cmd.h"
 #include "node/cmdstats.h"
 #include "node/introspect.h"
+#include "node/latency.h"
+#include "node/slowlog.h"
 #include "node/multi.h"
 
 typedef struct fixture {
@@ -61,6 +63,8 @@ static int teardown(void **state) {
     access_free(f->srv.access);
     config_params_free(f->srv.params);
     cmdstats_free(f->srv.cstats);
+    slowlog_free(f->srv.slowlog); /* made on the first command over the slowlog threshold */
+    latency_free(f->srv.latency);
     store_free(f->srv.st);
     ptable_free(f->srv.pt);
     metrics_free(f->srv.mx);
