@@ -324,6 +324,17 @@ static void server_start_timers(server *s) {
     }
 }
 
+void server_cmd_state_free(server *s) {
+    cmdstats_free(s->cstats);
+    config_params_free(s->params);
+    monitors_free(s->monitors);
+    access_free(s->access);
+    slowlog_free(s->slowlog);
+    latency_free(s->latency);
+    s->cstats = NULL, s->params = NULL, s->monitors = NULL;
+    s->access = NULL, s->slowlog = NULL, s->latency = NULL;
+}
+
 int server_run(const node_config *cfg) {
     char err[512] = "";
     int status = 1;
@@ -381,12 +392,7 @@ done:
     script_shutdown();
     if (s->epoch_log) fclose(s->epoch_log);
     kbuf_close(&s->first_map);
-    cmdstats_free(s->cstats);
-    config_params_free(s->params);
-    monitors_free(s->monitors);
-    access_free(s->access);
-    slowlog_free(s->slowlog);
-    latency_free(s->latency);
+    server_cmd_state_free(s);
     peerauth_secret_wipe(&s->secret);
     store_free(s->st);
     ptable_free(s->pt);

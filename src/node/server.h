@@ -73,6 +73,11 @@ typedef struct server {
  * (directory, map file, id) fails before any port is opened. Returns the
  * process exit status. */
 int server_run(const node_config *cfg);
+/* Frees the command layer's lazily made state of s (INFO commandstats,
+ * CONFIG parameters, MONITOR clients, the access clock, SLOWLOG, LATENCY)
+ * and sets the pointers to NULL. For server_run's exit and for tests that
+ * run commands on a server struct of their own. */
+void server_cmd_state_free(server *s);
 
 /* Keys and bytes of partition p on this node (sums over its slots), and
  * whether it is worth reporting: served here, or still holding data. */

@@ -17,8 +17,6 @@
 #include "node/cmd.h"
 #include "node/cmdstats.h"
 #include "node/introspect.h"
-#include "node/latency.h"
-#include "node/slowlog.h"
 #include "node/multi.h"
 
 typedef struct fixture {
@@ -60,11 +58,7 @@ static int teardown(void **state) {
     multi_conn_closed(&f->srv, &f->c);
     free(f->c.user);
     multi_server_free(&f->srv);
-    access_free(f->srv.access);
-    config_params_free(f->srv.params);
-    cmdstats_free(f->srv.cstats);
-    slowlog_free(f->srv.slowlog); /* made on the first command over the slowlog threshold */
-    latency_free(f->srv.latency);
+    server_cmd_state_free(&f->srv);
     store_free(f->srv.st);
     ptable_free(f->srv.pt);
     metrics_free(f->srv.mx);

@@ -19,6 +19,7 @@
 #include "core/crc16.h"
 #include "core/err.h"
 #include "node/cmd.h"
+#include "node/server.h"
 
 typedef struct fixture {
     char dir[64];
@@ -61,6 +62,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *f = *state;
+    server_cmd_state_free(&f->srv);
     store_free(f->srv.st);
     ptable_free(f->srv.pt);
     metrics_free(f->srv.mx);

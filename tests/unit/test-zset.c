@@ -20,6 +20,7 @@
 #include "core/err.h"
 #include "core/zscore.h"
 #include "node/cmd.h"
+#include "node/server.h"
 
 typedef struct fixture {
     char dir[64];
@@ -62,6 +63,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *f = *state;
+    server_cmd_state_free(&f->srv);
     store_free(f->srv.st);
     ptable_free(f->srv.pt);
     metrics_free(f->srv.mx);
