@@ -265,6 +265,10 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
         return 0;
     }
     if (script_busy(srv) && !script_allowed_busy(parent, d)) { /* a script past its limit */
+        if (d->fn == cmd_exec && multi_active(c)) { /* as redis' rejectCommand */
+            multi_exec_abort(&x, script_busy_msg());
+            return 0;
+        }
         script_reply_busy(&x);
         multi_flag(c);
         return 0;

@@ -40,6 +40,7 @@ enum {
     CMD_NOSCRIPT = 1 << 7,
     CMD_CONTAINER = 1 << 8, /* has subcommands */
     CMD_NOQUEUE = 1 << 9,   /* executes at once inside MULTI (EXEC, DISCARD, WATCH...) */
+    CMD_ALLOW_BUSY = 1 << 10, /* runs while a script is past its time limit (redis' allow-busy) */
 };
 
 typedef enum { CLASS_READ, CLASS_WRITE, CLASS_ADMIN, CLASS__COUNT } cmd_class;

@@ -960,18 +960,21 @@ int script_busy(const server *s) {
 }
 
 int script_allowed_busy(const cmd_def *parent, const cmd_def *d) {
-    if (!parent) return 0;
+    if (!parent) return (d->flags & CMD_ALLOW_BUSY) != 0; /* MULTI, DISCARD, WATCH, UNWATCH */
     return (!strcmp(parent->name, "script") || !strcmp(parent->name, "function")) &&
            !strcmp(d->name, "kill");
 }
 
-void script_reply_busy(cmd_ctx *x) {
+const char *script_busy_msg(void) {
     if (g_engine && g_engine->run && !g_engine->run->is_eval)
-        reply_err(x, "BUSY Redis is busy running a script. You can only call FUNCTION KILL or "
-                     "SHUTDOWN NOSAVE.");
-    else
-        reply_err(x, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
-                     "SHUTDOWN NOSAVE.");
+        return "BUSY Redis is busy running a script. You can only call FUNCTION KILL or "
+               "SHUTDOWN NOSAVE.";
+    return "BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
+           "SHUTDOWN NOSAVE.";
+}
+
+void script_reply_busy(cmd_ctx *x) {
+    reply_err(x, script_busy_msg());
 }
 
 void script_kill(cmd_ctx *x, int is_eval) {

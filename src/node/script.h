@@ -61,6 +61,8 @@ int script_busy(const server *s);
 int script_is_caller(const server *s, const client *c);
 int script_allowed_busy(const cmd_def *parent, const cmd_def *d);
 void script_reply_busy(cmd_ctx *x);
+/* The -BUSY error text script_reply_busy writes (EVAL's or FUNCTION's). */
+const char *script_busy_msg(void);
 
 /* CONFIG SET/GET of lua-time-limit and busy-reply-threshold. set returns 1
  * if name is one of them (*bad set when the value is not a number >= 0),
