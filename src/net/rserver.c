@@ -135,7 +135,6 @@ void rserver_set_maxclients(rserver *rs, int maxclients) {
     if (rs) rs->cfg.maxclients = maxclients;
 }
 
-
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     client *c = h->data;
     size_t n = sizeof c->rs->readbuf;

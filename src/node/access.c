@@ -175,7 +175,9 @@ static void touch(cmd_ctx *x, const char *k, size_t kl) {
     if (!e) return; /* out of memory: the clock is advisory, the command ran */
     e->last_ms = x->now_ms;
     int c = decayed(x->srv, e, x->now_ms);
-    if (t->lfu_mode && c < 255 && !created) { /* a new key starts at LFU_INIT, as redis */ /* redis' LFULogIncr, kept only under an LFU policy */
+    if (t->lfu_mode && c < 255 &&
+        !created) { /* a new key starts at LFU_INIT, as redis */ /* redis' LFULogIncr, kept only
+                                                                    under an LFU policy */
         double base = c - LFU_INIT < 0 ? 0 : c - LFU_INIT;
         double p = 1.0 / (base * (double)t->log_factor + 1);
         if ((double)rand() / RAND_MAX < p) e->lfu++;
@@ -183,7 +185,7 @@ static void touch(cmd_ctx *x, const char *k, size_t kl) {
 }
 
 void access_touch_cmd(cmd_ctx *x, const cmd_def *d) {
-    static const char *const notouch[] = {"type", "ttl", "pttl", "exists", "expiretime",
+    static const char *const notouch[] = {"type",        "ttl",    "pttl",  "exists", "expiretime",
                                           "pexpiretime", "object", "usage", "restore"};
     for (size_t i = 0; i < sizeof notouch / sizeof *notouch; i++)
         if (!strcmp(d->name, notouch[i])) return;

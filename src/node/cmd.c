@@ -265,7 +265,7 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
         return 0;
     }
     if (script_busy(srv) && !script_allowed_busy(parent, d)) { /* a script past its limit */
-        if (d->fn == cmd_exec && multi_active(c)) { /* as redis' rejectCommand */
+        if (d->fn == cmd_exec && multi_active(c)) {            /* as redis' rejectCommand */
             multi_exec_abort(&x, script_busy_msg());
             return 0;
         }
@@ -335,8 +335,8 @@ void cmd_call(cmd_ctx *x, const cmd_def *d, int has_keys) {
     if (failed) cmdstats_error(srv, x->out->p + before, x->out->len - before);
     if (!feed_first) monitor_feed(x, d);
     if (has_keys) access_touch_cmd(x, d); /* access.h: OBJECT IDLETIME/FREQ */
-    slowlog_record(x, d, us);              /* slowlog.h */
-    latency_record(x, d, us);              /* latency.h */
+    slowlog_record(x, d, us);             /* slowlog.h */
+    latency_record(x, d, us);             /* latency.h */
     metrics_op(srv->mx, d->cls, has_keys ? (int)x->partition : -1, us);
     if (srv->epoch_log && has_keys && (d->flags & CMD_WRITE))
         fprintf(srv->epoch_log, "%lld %u %llu %s\n", (long long)keel_wall_us(), x->partition,

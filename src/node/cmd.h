@@ -38,8 +38,8 @@ enum {
     CMD_LOADING = 1 << 5,
     CMD_STALE = 1 << 6,
     CMD_NOSCRIPT = 1 << 7,
-    CMD_CONTAINER = 1 << 8, /* has subcommands */
-    CMD_NOQUEUE = 1 << 9,   /* executes at once inside MULTI (EXEC, DISCARD, WATCH...) */
+    CMD_CONTAINER = 1 << 8,   /* has subcommands */
+    CMD_NOQUEUE = 1 << 9,     /* executes at once inside MULTI (EXEC, DISCARD, WATCH...) */
     CMD_ALLOW_BUSY = 1 << 10, /* runs while a script is past its time limit (redis' allow-busy) */
 };
 

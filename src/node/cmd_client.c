@@ -67,9 +67,8 @@ static void client_line(const cmd_ctx *x, const client *c, kbuf *b) {
                 "resp=%d lib-name=%s lib-ver=%s\n",
                 (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name,
                 (long long)((now - c->created_ms) / 1000), (long long)((now - c->last_ms) / 1000),
-                flags, multi_active(c) ? 0 : -1, qbuf, (size_t)0, qbuf,
-                (size_t)65536, (size_t)0, c->out.cap + qbuf, cmd, c->proto, c->lib_name,
-                c->lib_ver);
+                flags, multi_active(c) ? 0 : -1, qbuf, (size_t)0, qbuf, (size_t)65536, (size_t)0,
+                c->out.cap + qbuf, cmd, c->proto, c->lib_name, c->lib_ver);
 }
 
 static int type_known(const char *t) {
@@ -353,13 +352,27 @@ static void repr(kbuf *b, const char *p, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)p[i];
         switch (ch) {
-        case '\\': kbuf_appendstr(b, "\\\\"); break;
-        case '"': kbuf_appendstr(b, "\\\""); break;
-        case '\n': kbuf_appendstr(b, "\\n"); break;
-        case '\r': kbuf_appendstr(b, "\\r"); break;
-        case '\t': kbuf_appendstr(b, "\\t"); break;
-        case '\a': kbuf_appendstr(b, "\\a"); break;
-        case '\b': kbuf_appendstr(b, "\\b"); break;
+        case '\\':
+            kbuf_appendstr(b, "\\\\");
+            break;
+        case '"':
+            kbuf_appendstr(b, "\\\"");
+            break;
+        case '\n':
+            kbuf_appendstr(b, "\\n");
+            break;
+        case '\r':
+            kbuf_appendstr(b, "\\r");
+            break;
+        case '\t':
+            kbuf_appendstr(b, "\\t");
+            break;
+        case '\a':
+            kbuf_appendstr(b, "\\a");
+            break;
+        case '\b':
+            kbuf_appendstr(b, "\\b");
+            break;
         default:
             if (ch >= 0x20 && ch < 0x7f)
                 kbuf_append(b, &p[i], 1);
@@ -371,8 +384,8 @@ static void repr(kbuf *b, const char *p, size_t n) {
 }
 
 int monitor_feed_first(const cmd_def *d) {
-    static const char *const names[] = {"eval",  "evalsha", "eval_ro", "evalsha_ro",
-                                        "fcall", "fcall_ro"};
+    static const char *const names[] = {"eval",       "evalsha", "eval_ro",
+                                        "evalsha_ro", "fcall",   "fcall_ro"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(d->name, names[i])) return 1;
     return 0;

@@ -127,7 +127,6 @@ void cmd_command(cmd_ctx *x) {
         write_command_info(x, cmd_at(i), NULL);
 }
 
-
 static void write_doc(cmd_ctx *x, const cmd_def *d) {
     resp_w_bulkstr(x->out, d->name);
     resp_w_map(x->out, x->proto, 3);
@@ -155,7 +154,6 @@ void cmd_command_docs(cmd_ctx *x) {
         if (d) write_doc(x, d);
     }
 }
-
 
 void cmd_command_count(cmd_ctx *x) {
     resp_w_int(x->out, (long long)cmd_count());
@@ -196,11 +194,19 @@ void cmd_command_info(cmd_ctx *x) {
 static int in_category(const cmd_def *d, const char *cat) {
     static const struct {
         const char *group, *cat;
-    } groups[] = {{"keyspace", "keyspace"},   {"string", "string"},     {"bitmap", "bitmap"},
-                  {"hash", "hash"},           {"set", "set"},           {"sorted_set", "sortedset"},
-                  {"list", "list"},           {"connection", "connection"},
-                  {"transactions", "transaction"}, {"scripting", "scripting"},
-                  {"pubsub", "pubsub"},       {"stream", "stream"},     {"geo", "geo"}};
+    } groups[] = {{"keyspace", "keyspace"},
+                  {"string", "string"},
+                  {"bitmap", "bitmap"},
+                  {"hash", "hash"},
+                  {"set", "set"},
+                  {"sorted_set", "sortedset"},
+                  {"list", "list"},
+                  {"connection", "connection"},
+                  {"transactions", "transaction"},
+                  {"scripting", "scripting"},
+                  {"pubsub", "pubsub"},
+                  {"stream", "stream"},
+                  {"geo", "geo"}};
     if (!strcasecmp(cat, "read")) return (d->flags & CMD_READONLY) != 0;
     if (!strcasecmp(cat, "write")) return (d->flags & CMD_WRITE) != 0;
     if (!strcasecmp(cat, "fast")) return (d->flags & CMD_FAST) != 0;
@@ -278,33 +284,52 @@ void cmd_command_list(cmd_ctx *x) {
 static const struct {
     const char *cmd, *first, *rest;
 } key_flags[] = {
-    {"set", "OW update", NULL},          {"mset", "OW update", NULL},
-    {"msetnx", "OW insert", NULL},       {"setnx", "OW insert", NULL},
-    {"setex", "OW update", NULL},        {"psetex", "OW update", NULL},
-    {"del", "RM delete", NULL},          {"unlink", "RM delete", NULL},
-    {"getdel", "RW access delete", NULL}, {"append", "RW insert", NULL},
-    {"lmove", "RW access delete", "RW insert"}, {"rpoplpush", "RW access delete", "RW insert"},
-    {"smove", "RW access delete", "RW insert"}, {"rename", "RW access delete", "OW update"},
-    {"renamenx", "RW access delete", "OW insert"}, {"copy", "RO access", "OW update"},
-    {"sort", "RO access", "OW update"},  {"sort_ro", "RO access", NULL},
-    {"expire", "RW update", NULL},       {"pexpire", "RW update", NULL},
-    {"expireat", "RW update", NULL},     {"pexpireat", "RW update", NULL},
-    {"persist", "RW update", NULL},      {"touch", "RO", NULL},
-    {"exists", "RO", NULL},              {"type", "RO", NULL},
-    {"ttl", "RO access", NULL},          {"pttl", "RO access", NULL},
-    {"sinterstore", "OW update", "RO access"}, {"sunionstore", "OW update", "RO access"},
-    {"sdiffstore", "OW update", "RO access"},  {"watch", "RO", NULL},
-    {"memory|usage", "RO", NULL},        {"object", "RO", NULL},
-    {"eval", "RW access update", NULL},  {"evalsha", "RW access update", NULL},
-    {"fcall", "RW access update", NULL}, {"lmpop", "RW access delete", NULL},
+    {"set", "OW update", NULL},
+    {"mset", "OW update", NULL},
+    {"msetnx", "OW insert", NULL},
+    {"setnx", "OW insert", NULL},
+    {"setex", "OW update", NULL},
+    {"psetex", "OW update", NULL},
+    {"del", "RM delete", NULL},
+    {"unlink", "RM delete", NULL},
+    {"getdel", "RW access delete", NULL},
+    {"append", "RW insert", NULL},
+    {"lmove", "RW access delete", "RW insert"},
+    {"rpoplpush", "RW access delete", "RW insert"},
+    {"smove", "RW access delete", "RW insert"},
+    {"rename", "RW access delete", "OW update"},
+    {"renamenx", "RW access delete", "OW insert"},
+    {"copy", "RO access", "OW update"},
+    {"sort", "RO access", "OW update"},
+    {"sort_ro", "RO access", NULL},
+    {"expire", "RW update", NULL},
+    {"pexpire", "RW update", NULL},
+    {"expireat", "RW update", NULL},
+    {"pexpireat", "RW update", NULL},
+    {"persist", "RW update", NULL},
+    {"touch", "RO", NULL},
+    {"exists", "RO", NULL},
+    {"type", "RO", NULL},
+    {"ttl", "RO access", NULL},
+    {"pttl", "RO access", NULL},
+    {"sinterstore", "OW update", "RO access"},
+    {"sunionstore", "OW update", "RO access"},
+    {"sdiffstore", "OW update", "RO access"},
+    {"watch", "RO", NULL},
+    {"memory|usage", "RO", NULL},
+    {"object", "RO", NULL},
+    {"eval", "RW access update", NULL},
+    {"evalsha", "RW access update", NULL},
+    {"fcall", "RW access update", NULL},
+    {"lmpop", "RW access delete", NULL},
     {"restore", "OW update", NULL},
 };
 
 /* Commands whose keys may be absent (redis' CMD_NO_MANDATORY_KEYS): a bad
  * key count gives GETKEYS an empty array rather than an error. */
 static int no_mandatory_keys(const char *full) {
-    static const char *const names[] = {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall",
-                                        "fcall_ro"};
+    static const char *const names[] = {"eval",       "evalsha", "eval_ro",
+                                        "evalsha_ro", "fcall",   "fcall_ro"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(names[i], full)) return 1;
     return 0;

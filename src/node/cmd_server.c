@@ -173,4 +173,3 @@ void cmd_client_setname(cmd_ctx *x) {
     x->c->name[x->argvlen[2]] = 0;
     reply_ok(x);
 }
-

@@ -67,7 +67,9 @@ static int sort_cmp(const void *va, const void *vb) {
     const sort_el *a = va, *b = vb;
     int c;
     if (!g_alpha) {
-        c = a->score > b->score ? 1 : a->score < b->score ? -1 : bytes_cmp(a->p, a->len, b->p, b->len);
+        c = a->score > b->score   ? 1
+            : a->score < b->score ? -1
+                                  : bytes_cmp(a->p, a->len, b->p, b->len);
     } else if (g_by) {
         if (!a->by || !b->by)
             c = a->by == b->by ? 0 : a->by ? 1 : -1;
@@ -151,8 +153,10 @@ static int lookup_pattern(cmd_ctx *x, const char *p, size_t pl, const char *el, 
         obj o;
         rc = meta_obj(&v, &o);
         if (!rc) rc = sub_get(x, NULL, key, kl, &o, field, fieldlen, &fv);
-        if (rc == KEEL_ENOTFOUND) rc = 0;
-        else if (!rc) have_fv = 1, src = fv.data, srclen = fv.len;
+        if (rc == KEEL_ENOTFOUND)
+            rc = 0;
+        else if (!rc)
+            have_fv = 1, src = fv.data, srclen = fv.len;
     } else if (!field && v.type == STORE_T_STRING) {
         src = v.data, srclen = v.len;
     }
@@ -222,7 +226,8 @@ static int parse_opts(cmd_ctx *x, sort_opts *o, int ro) {
             j++;
         } else if (arg_is(x, j, "by") && left >= 1) {
             o->by = x->argv[j + 1], o->bylen = x->argvlen[j + 1];
-            if (!memchr(o->by, '*', o->bylen)) o->dontsort = 1;
+            if (!memchr(o->by, '*', o->bylen))
+                o->dontsort = 1;
             else if (!pattern_in_slot(o->by, o->bylen, x->slot)) {
                 reply_err(x, "ERR BY option of SORT denied in Cluster mode unless the pattern "
                              "starts with a hash tag of the sorted key's slot");
@@ -254,8 +259,7 @@ static int parse_opts(cmd_ctx *x, sort_opts *o, int ro) {
 }
 
 /* Writes the result list to dest (or deletes dest when n == 0). */
-static int store_result(cmd_ctx *x, const sort_opts *o, char **vals, const size_t *lens,
-                        size_t n) {
+static int store_result(cmd_ctx *x, const sort_opts *o, char **vals, const size_t *lens, size_t n) {
     store_txn *t = store_txn_begin(x->srv->st);
     int rc = 0;
     if (!n) {
