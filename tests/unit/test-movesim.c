@@ -137,6 +137,7 @@ static void test_soak(void **state) {
     uint64_t seed = (uint64_t)time(NULL) * 1000003u, n = 0, moves = 0;
     while (wall() < until) {
         movesim_result r;
+        fprintf(stderr, "movesim soak: seed %llu\n", (unsigned long long)seed); /* a crash names it */
         assert_int_equal(run(seed, 0, 0, &r), 0);
         if (r.violation) fail_msg("%s (replay: MOVESIM_SEED=%llu build/test-movesim)", r.what,
                                   (unsigned long long)seed);
