@@ -6,6 +6,7 @@
  * port.
  */
 #include "node/server.h"
+#include "node/walsync.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -114,14 +115,21 @@ static void on_gc(uv_timer_t *t) {
     }
 }
 
+static void on_everysec_synced(void *arg, int rc) {
+    server *s = arg;
+    if (rc) stop_if_failed(s, "everysec_fsync_failed", rc);
+    uint64_t us = walsync_last_us(s->wsync);
+    if (us) metrics_fsync(s->mx, us);
+}
+
 static void on_second(uv_timer_t *t) {
     server *s = t->data;
     metrics_tick(s->mx, 1.0);
-    if (store_fsync_mode(s->st) == STORE_FSYNC_EVERYSEC) {
-        uint64_t us = 0;
-        int rc = store_sync_wal(s->st, &us);
+    /* As redis' everysec on its bio thread: the fsync runs off the loop; a
+     * second still in flight is not doubled. */
+    if (store_fsync_mode(s->st) == STORE_FSYNC_EVERYSEC && !walsync_busy(s->wsync)) {
+        int rc = walsync_request(s->wsync, on_everysec_synced, s);
         if (rc) stop_if_failed(s, "everysec_fsync_failed", rc);
-        if (us) metrics_fsync(s->mx, us);
     }
 }
 
@@ -263,6 +271,8 @@ static int server_open(server *s, char *err, size_t cap) {
     so.fsync = s->cfg.fsync;
     int rc = store_open(s->cfg.dir, &so, &s->st, err, cap);
     if (rc) return rc;
+    if (!(s->wsync = walsync_new(s->loop, s->st)))
+        return snprintf(err, cap, "cannot start the fsync thread"), KEEL_ENOMEM;
     if ((rc = load_node_id(s, err, cap))) return rc;
     keel_map m;
     rc = s->cfg.coord_port ? node_cluster_start(s, &m, err, cap) : load_map(s, &m, err, cap);
@@ -394,6 +404,9 @@ done:
     kbuf_close(&s->first_map);
     server_cmd_state_free(s);
     peerauth_secret_wipe(&s->secret);
+    walsync_free(s->wsync); /* joins its thread: no fsync runs past here */
+    s->wsync = NULL;
+    uv_run(s->loop, UV_RUN_NOWAIT); /* its handle's close */
     store_free(s->st);
     ptable_free(s->pt);
     metrics_free(s->mx);

@@ -28,11 +28,13 @@ typedef struct http_server http_server;
 typedef struct coordlink coordlink;
 typedef struct moves moves;
 typedef struct watch_tab watch_tab;
+typedef struct walsync walsync;
 
 typedef struct server {
     uv_loop_t *loop;
     node_config cfg;
     store *st;
+    walsync *wsync; /* WAL fsyncs off the loop (walsync.h) */
     ptable *pt;
     metrics *mx;
     loopstat *loops; /* busy time of each loop turn; NULL once stopping */
