@@ -31,8 +31,9 @@ static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
         if (dest) write_range_spec(x, d, "OW update");
         resp_w_map(x->out, x->proto, 3);
         resp_w_bulkstr(x->out, "flags");
-        resp_w_set(x->out, x->proto, 1);
-        resp_w_simple(x->out, d->flags & CMD_WRITE ? "RW" : "RO");
+        resp_w_set(x->out, x->proto, 1 + (size_t)dest);
+        resp_w_simple(x->out, dest ? "RO" : d->flags & CMD_WRITE ? "RW" : "RO");
+        if (dest) resp_w_simple(x->out, "access"); /* the sources are only read */
         resp_w_bulkstr(x->out, "begin_search");
         resp_w_map(x->out, x->proto, 2);
         resp_w_bulkstr(x->out, "type");

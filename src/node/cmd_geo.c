@@ -86,13 +86,9 @@ static int parse_box(cmd_ctx *x, int i, geo_shape *s) {
     return (s->conversion = parse_unit(x, i + 2)) < 0 ? -1 : 0;
 }
 
-/* redis' addReplyHumanLongDouble: RESP2 "%.17f" without trailing zeros,
- * RESP3 a double. */
+/* redis' addReplyHumanLongDouble: "%.17f" without trailing zeros, a bulk
+ * string in RESP2, a double (",...") with the same digits in RESP3. */
 static void reply_coord(cmd_ctx *x, double v) {
-    if (x->proto == 3) {
-        resp_w_double(x->out, 3, v);
-        return;
-    }
     char buf[64];
     int l = snprintf(buf, sizeof buf, "%.17f", v);
     if (l < 0) l = 0;
@@ -102,6 +98,12 @@ static void reply_coord(cmd_ctx *x, double v) {
         if (l > 0 && buf[l - 1] == '.') l--;
     }
     if (l == 2 && buf[0] == '-' && buf[1] == '0') buf[0] = '0', l = 1;
+    if (x->proto == 3) {
+        (void)kbuf_append(x->out, ",", 1);
+        (void)kbuf_append(x->out, buf, (size_t)l);
+        (void)kbuf_append(x->out, "\r\n", 2);
+        return;
+    }
     resp_w_bulk(x->out, buf, (size_t)l);
 }
 
