@@ -43,7 +43,7 @@ H(bzpopmin) H(bzpopmax) H(bzmpop)
 H(eval) H(evalsha) H(eval_ro) H(evalsha_ro) H(fcall) H(fcall_ro) H(script) H(script_load)
 H(script_exists) H(script_flush) H(script_kill) H(function_load) H(function_flush)
 H(function_delete) H(function_kill) H(function_list)
-H(save) H(bgsave) H(lastsave) H(shutdown)
+H(save) H(bgsave) H(lastsave) H(shutdown) H(migrate)
 H(geoadd) H(geopos) H(geodist) H(geohash) H(georadius) H(georadius_ro) H(georadiusbymember)
 H(georadiusbymember_ro) H(geosearch) H(geosearchstore)
 #undef H
@@ -281,6 +281,11 @@ const cmd_def cmd_table[] = {
      "Returns a serialized representation of the value stored at a key"},
     {"restore", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "keyspace",
      "Creates a key from the serialized representation of a value"},
+    {"restore-asking", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "server",
+     "An internal command for migrating keys in a cluster"},
+    /* MIGRATE (cmd_migrate.c, migrate.h): the network part off the loop */
+    {"migrate", -6, W, 3, 3, 1, CLASS_WRITE, cmd_migrate, "keyspace",
+     "Atomically transfers a key from one Redis instance to another", NULL, 0, getkeys_migrate},
     {"sort", -2, W, 1, 1, 1, CLASS_WRITE, cmd_sort, "keyspace",
      "Sorts the elements in a list, a set, or a sorted set, optionally storing the result"},
     {"sort_ro", -2, R, 1, 1, 1, CLASS_READ, cmd_sort_ro, "keyspace",

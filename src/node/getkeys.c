@@ -44,3 +44,23 @@ int getkeys_georadiusbymember(int argc, char *const *argv, const size_t *argvlen
     (void)argvlen;
     return georadius_keys(argc, argv, 5, pos);
 }
+
+int getkeys_migrate(int argc, char *const *argv, const size_t *argvlen, int *pos) {
+    if (argc < 6) return -1;
+    int first = 3, num = 1;
+    for (int i = 6; i < argc; i++) {
+        if (!strcasecmp(argv[i], "auth")) {
+            i++;
+        } else if (!strcasecmp(argv[i], "auth2")) {
+            i += 2;
+        } else if (!strcasecmp(argv[i], "keys")) {
+            if (argvlen[3] > 0) return 0; /* the handler's error */
+            first = i + 1;
+            num = argc - first;
+            break;
+        }
+    }
+    for (int i = 0; i < num; i++)
+        pos[i] = first + i;
+    return num;
+}

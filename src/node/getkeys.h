@@ -25,5 +25,9 @@ int getkeys_store_numkeys(int argc, char *const *argv, const size_t *argvlen, in
 int getkeys_georadius(int argc, char *const *argv, const size_t *argvlen, int *pos);
 /* GEORADIUSBYMEMBER key member radius unit ...: the same from argv[5]. */
 int getkeys_georadiusbymember(int argc, char *const *argv, const size_t *argvlen, int *pos);
+/* MIGRATE host port key db timeout [COPY] [REPLACE] [AUTH pw] [AUTH2 u pw]
+ * [KEYS k...]: argv[3], or the keys after KEYS (none when argv[3] is not
+ * empty then: the handler's error), as redis' migrateGetKeys. */
+int getkeys_migrate(int argc, char *const *argv, const size_t *argvlen, int *pos);
 
 #endif

@@ -23,6 +23,7 @@
 #include "node/multi.h"
 #include "node/script.h"
 #include "node/save.h"
+#include "node/migrate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +58,7 @@ static int on_request(void *arg, client *c, int argc, char **argv, const size_t 
 static void on_close(void *arg, client *c) {
     server *s = arg;
     multi_conn_closed(s, c);
+    migrate_conn_closed(s, c);
     client_conn_closed(s, c);
     blocking_conn_closed(s, c);
     move_conn_closed(s->mv, c);
@@ -340,6 +342,8 @@ void server_cmd_state_free(server *s) {
     latency_free(s->latency);
     save_free(s->save);
     s->save = NULL;
+    migrate_free(s->migrate);
+    s->migrate = NULL;
     s->cstats = NULL, s->params = NULL, s->monitors = NULL;
     s->access = NULL, s->slowlog = NULL, s->latency = NULL;
 }

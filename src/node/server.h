@@ -63,6 +63,7 @@ typedef struct server {
     struct slowlog *slowlog;       /* SLOWLOG (slowlog.c), lazily */
     struct latency_mon *latency;   /* LATENCY events (latency.c), lazily */
     struct save_state *save;       /* SAVE/BGSAVE/LASTSAVE/SHUTDOWN (cmd_save.c), lazily */
+    struct migrate_state *migrate; /* MIGRATE jobs in flight (cmd_migrate.c), lazily */
     unsigned config_gen;           /* bumped by every applied CONFIG SET */
     uint64_t handler_calls;        /* handlers run (cmd_call), for cmd_dispatch */
     struct blocking *blk;   /* clients blocked on keys (blocking.c), NULL until the first */
