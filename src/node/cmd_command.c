@@ -350,6 +350,8 @@ static const struct {
     {"georadiusbymember", "RO access", "OW update"},
     {"geosearchstore", "OW update", "RO access"},
     {"geoadd", "RW update", NULL},
+    {"migrate", "RW access delete", NULL},
+    {"restore-asking", "OW update", NULL},
 };
 
 /* Commands whose keys may be absent (redis' CMD_NO_MANDATORY_KEYS): a bad

@@ -281,7 +281,7 @@ const cmd_def cmd_table[] = {
      "Returns a serialized representation of the value stored at a key"},
     {"restore", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "keyspace",
      "Creates a key from the serialized representation of a value"},
-    {"restore-asking", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "server",
+    {"restore-asking", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "keyspace",
      "An internal command for migrating keys in a cluster"},
     /* MIGRATE (cmd_migrate.c, migrate.h): the network part off the loop */
     {"migrate", -6, W, 3, 3, 1, CLASS_WRITE, cmd_migrate, "keyspace",
