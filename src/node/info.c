@@ -146,6 +146,7 @@ static void info_stats(const server *s, kbuf *b) {
     kbuf_printf(b,
                 "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                 "rejected_connections:%llu\r\nexpired_keys:%llu\r\nevicted_keys:0\r\n"
+                "migrate_cached_sockets:0\r\n" /* MIGRATE opens one per request and closes it */
                 "keyspace_hits:0\r\nkeyspace_misses:0\r\npubsub_channels:0\r\n"
                 "pubsub_patterns:0\r\ntotal_error_replies:%llu\r\nkeel_read_ops:%llu\r\n"
                 "keel_write_ops:%llu\r\nkeel_admin_ops:%llu\r\n",
