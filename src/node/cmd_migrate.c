@@ -15,10 +15,11 @@
  *    the replies. A failure is "-IOERR error or timeout connecting to the
  *    client" (the host does not resolve) / "... writing to target instance"
  *    (also a refused or timed-out connect, as redis' non-blocking connect
- *    reports them) / "... reading to target instance", and an error reply "-ERR Target instance replied with
- *    error: ..." (AUTH's, else SELECT's, else the first RESTORE's), as
- *    redis. Redis retries once on a cached socket that went stale; keel
- *    opens a fresh connection per MIGRATE and does not retry.
+ *    reports them) / "... reading to target instance", and an error
+ *    reply "-ERR Target instance replied with error: ..." (AUTH's, else
+ *    SELECT's, else the first RESTORE's), as redis. Redis retries once on
+ *    a cached socket that went stale; keel opens a fresh connection per
+ *    MIGRATE and does not retry.
  * 3. Back on the loop, for each key the target accepted (all of them only
  *    if AUTH and SELECT succeeded) and unless COPY: the key is dumped
  *    again and deleted only if payload and expiry are what was sent. A
@@ -261,20 +262,23 @@ static void after(uv_work_t *w, int status) {
     ptable_route(s->pt, j->slot, &r);
     kbuf scratch;
     kbuf_init(&scratch);
-    cmd_ctx x = {.srv = s, .c = j->c, .out = &scratch, .proto = 2, .slot = j->slot,
-                 .partition = r.partition, .now_ms = keel_wall_ms()};
+    cmd_ctx x = {.srv = s,
+                 .c = j->c,
+                 .out = &scratch,
+                 .proto = 2,
+                 .slot = j->slot,
+                 .partition = r.partition,
+                 .now_ms = keel_wall_ms()};
     size_t kept = 0;
     int rc = 0;
     if (r.kind == ROUTE_SERVE && !j->copy) rc = delete_unchanged(j, &x, &kept);
     kbuf_close(&scratch);
-    if (kept)
-        keel_log(KEEL_LOG_WARN, "migrate_kept", "keys=%zu reason=changed_since_dump", kept);
+    if (kept) keel_log(KEEL_LOG_WARN, "migrate_kept", "keys=%zu reason=changed_since_dump", kept);
     char buf[600];
     if (rc) {
         snprintf(buf, sizeof buf, "-ERR storage error: %s\r\n", keel_strerror(rc));
     } else if (j->target_err[0]) {
-        snprintf(buf, sizeof buf, "-ERR Target instance replied with error: %s\r\n",
-                 j->target_err);
+        snprintf(buf, sizeof buf, "-ERR Target instance replied with error: %s\r\n", j->target_err);
         for (char *p = buf + 1; p[2]; p++) /* one line, as redis' error replies */
             if (*p == '\r' || *p == '\n') *p = ' ';
     } else if (j->io_err == IO_CONNECT) {
@@ -377,8 +381,8 @@ static int dump_keys(cmd_ctx *x, mig_job *j, int first, int num) {
     for (int i = 0; i < num; i++) {
         mig_key *k = &j->keys[j->n];
         kbuf_init(&k->payload);
-        int rc = dump_payload(x, x->argv[first + i], x->argvlen[first + i], &k->payload,
-                              &k->expire_ms);
+        int rc =
+            dump_payload(x, x->argv[first + i], x->argvlen[first + i], &k->payload, &k->expire_ms);
         if (rc == KEEL_ENOTFOUND) {
             kbuf_close(&k->payload);
             continue;

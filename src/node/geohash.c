@@ -191,8 +191,8 @@ static void move_lat(geo_bits *h, int d) {
 enum { B_SELF, B_N, B_S, B_E, B_W, B_NE, B_NW, B_SE, B_SW };
 
 static void neighbours(geo_bits h, geo_bits b[9]) {
-    static const int dir[9][2] = {{0, 0},  {0, 1},  {0, -1}, {1, 0},  {-1, 0},
-                                  {1, 1},  {-1, 1}, {1, -1}, {-1, -1}}; /* lon, lat */
+    static const int dir[9][2] = {{0, 0}, {0, 1},  {0, -1}, {1, 0},  {-1, 0},
+                                  {1, 1}, {-1, 1}, {1, -1}, {-1, -1}}; /* lon, lat */
     for (int i = 0; i < 9; i++) {
         b[i] = h;
         if (dir[i][0]) move_lon(&b[i], dir[i][0]);
@@ -208,8 +208,9 @@ static void zero(geo_bits *b) {
 void geo_cover(const geo_shape *s, geo_bits boxes[9]) {
     double b[4];
     bounding_box(s, b);
-    double radius_m = s->box ? sqrt((s->width / 2) * (s->width / 2) + (s->height / 2) * (s->height / 2))
-                             : s->radius;
+    double radius_m =
+        s->box ? sqrt((s->width / 2) * (s->width / 2) + (s->height / 2) * (s->height / 2))
+               : s->radius;
     radius_m *= s->conversion;
     int steps = steps_for_radius(radius_m, s->lat);
     geo_bits h;

@@ -88,9 +88,13 @@ static void cover_contains_shape(void **st) {
     for (size_t c = 0; c < 4; c++)
         for (size_t r = 0; r < 3; r++)
             for (int box = 0; box < 2; box++) {
-                geo_shape s = {.box = box, .lon = centres[c][0], .lat = centres[c][1],
-                               .conversion = 1000, .radius = radii_km[r],
-                               .width = 2 * radii_km[r], .height = radii_km[r]};
+                geo_shape s = {.box = box,
+                               .lon = centres[c][0],
+                               .lat = centres[c][1],
+                               .conversion = 1000,
+                               .radius = radii_km[r],
+                               .width = 2 * radii_km[r],
+                               .height = radii_km[r]};
                 geo_bits boxes[9];
                 geo_cover(&s, boxes);
                 double span = radii_km[r] / 50.0; /* degrees, about the radius */
@@ -177,16 +181,11 @@ static void getkeys_georadius_store(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(encode_matches_redis),
-        cmocka_unit_test(encode_rejects_out_of_range),
-        cmocka_unit_test(decode_matches_redis),
-        cmocka_unit_test(decode_encode_round_trip),
-        cmocka_unit_test(hash_string_matches_redis),
-        cmocka_unit_test(distance_matches_redis),
-        cmocka_unit_test(cover_contains_shape),
-        cmocka_unit_test(within_box),
-        cmocka_unit_test(getkeys_store_numkeys_many),
-        cmocka_unit_test(getkeys_store_numkeys_bad),
+        cmocka_unit_test(encode_matches_redis),       cmocka_unit_test(encode_rejects_out_of_range),
+        cmocka_unit_test(decode_matches_redis),       cmocka_unit_test(decode_encode_round_trip),
+        cmocka_unit_test(hash_string_matches_redis),  cmocka_unit_test(distance_matches_redis),
+        cmocka_unit_test(cover_contains_shape),       cmocka_unit_test(within_box),
+        cmocka_unit_test(getkeys_store_numkeys_many), cmocka_unit_test(getkeys_store_numkeys_bad),
         cmocka_unit_test(getkeys_georadius_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
