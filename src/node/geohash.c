@@ -73,8 +73,10 @@ void geo_decode(geo_range lon_r, geo_range lat_r, geo_bits h, geo_area *a) {
 }
 
 /* A score as the integer redis reads it ((uint64_t)score; a negative one
- * as x86 converts it, through int64). */
+ * as x86 converts it, through int64; NaN cannot be a score). Such scores
+ * come only from ZADD: GEOPOS of them matches redis-server's output. */
 static uint64_t score_bits(double score) {
+    if (score < -9223372036854775808.0) return 1ULL << 63; /* x86's "integer indefinite" */
     if (score < 0) return (uint64_t)(int64_t)score;
     if (score >= 18446744073709551616.0) return 0;
     return (uint64_t)score;
