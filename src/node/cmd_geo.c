@@ -508,7 +508,7 @@ static void georadius_generic(cmd_ctx *x, unsigned flags) {
     }
     size_t n = g.n;
     if (q.count && (size_t)q.count < n) n = (size_t)q.count;
-    if (q.sort != SORT_NONE)
+    if (q.sort != SORT_NONE && g.n > 1) /* qsort(NULL, 0) is undefined */
         qsort(g.p, g.n, sizeof *g.p, q.sort == SORT_ASC ? by_dist_asc : by_dist_desc);
     if (q.store)
         store_result(x, &q, &all, g.p, n);
