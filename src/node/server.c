@@ -23,6 +23,8 @@
 #include "node/move.h"
 #include "node/multi.h"
 #include "node/script.h"
+#include "node/save.h"
+#include "node/migrate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +59,7 @@ static int on_request(void *arg, client *c, int argc, char **argv, const size_t 
 static void on_close(void *arg, client *c) {
     server *s = arg;
     multi_conn_closed(s, c);
+    migrate_conn_closed(s, c);
     client_conn_closed(s, c);
     blocking_conn_closed(s, c);
     move_conn_closed(s->mv, c);
@@ -134,12 +137,18 @@ static void on_second(uv_timer_t *t) {
 }
 
 static void on_signal(uv_signal_t *sig, int signum) {
-    server *s = sig->data;
+    char why[64];
+    snprintf(why, sizeof why, "signal=%s", strsignal(signum));
+    server_stop(sig->data, why);
+}
+
+void server_stop(server *s, const char *why) {
     if (s->stopping) return;
     s->stopping = 1;
     rserver_stats st;
     rserver_get_stats(s->rs, &st);
-    keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s clients=%zu", strsignal(signum), st.clients);
+    keel_log(KEEL_LOG_INFO, "shutdown", "%s clients=%zu", why, st.clients);
+    save_stop(s); /* SAVE/SHUTDOWN's handles (cmd_save.c) */
     if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
     blocking_free(s);
@@ -341,6 +350,10 @@ void server_cmd_state_free(server *s) {
     access_free(s->access);
     slowlog_free(s->slowlog);
     latency_free(s->latency);
+    save_free(s->save);
+    s->save = NULL;
+    migrate_free(s->migrate);
+    s->migrate = NULL;
     s->cstats = NULL, s->params = NULL, s->monitors = NULL;
     s->access = NULL, s->slowlog = NULL, s->latency = NULL;
 }

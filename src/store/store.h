@@ -200,6 +200,19 @@ void store_wal_sync_run(store *s, store_wal_sync *ws);
 KEEL_MUST_CHECK int store_wal_sync_end(store *s, store_wal_sync *ws);
 store_fsync store_fsync_mode(const store *s);
 
+/* ---- Snapshots on demand (store_save.c): SAVE, BGSAVE, SHUTDOWN SAVE -----
+ * store_save_wal: the turn's committed txns written and the WAL fsynced now,
+ * whatever the fsync mode (as store_sync + store_sync_wal; owner thread, no
+ * txn open). store_flush_memtables: the memtables of every column family
+ * written out to SST files, waiting for it; safe from another thread while
+ * the owner goes on (RocksDB's Flush is), as long as the store stays open.
+ * store_save: both, on the owner thread. Return 0 or KEEL_EIO (a sticky
+ * failure as store_sync for the WAL part; a failed memtable flush is
+ * returned only), KEEL_EINVAL with a txn open, KEEL_ENOMEM. */
+KEEL_MUST_CHECK int store_save_wal(store *s);
+KEEL_MUST_CHECK int store_flush_memtables(store *s);
+KEEL_MUST_CHECK int store_save(store *s);
+
 /* ---- Statistics and scans ----------------------------------------------
  * keys in store_slot_stats and store_total_keys count keys: records whose
  * type lacks STORE_T_SUB (field records are counted in bytes and in the
