@@ -214,8 +214,7 @@ static void rf_text(coord *co, kbuf *b) {
     if (v.under_replicated || v.under_min_isr)
         kbuf_printf(b, "  (%zu partitions under-replicated, %zu below min_insync)",
                     v.under_replicated, v.under_min_isr);
-    if (COORD_RF_SERVED_MAX == 1)
-        kbuf_printf(b, "  [RF > 1 not served until issue 11 step 3]");
+    if (COORD_RF_SERVED_MAX == 1) kbuf_printf(b, "  [RF > 1 not served until issue 11 step 3]");
     kbuf_printf(b, "\n");
 }
 
@@ -433,7 +432,8 @@ static void c_partitions(cctx *x) {
         else
             cJSON_AddNullToObject(o, "owner");
         cJSON_AddNumberToObject(o, "epoch", (double)p->epoch);
-        cJSON *reps = cJSON_AddArrayToObject(o, "replicas"), *isr = cJSON_AddArrayToObject(o, "isr");
+        cJSON *reps = cJSON_AddArrayToObject(o, "replicas"),
+              *isr = cJSON_AddArrayToObject(o, "isr");
         for (unsigned k = 0; k < p->nreplicas; k++) {
             cJSON_AddItemToArray(reps, cJSON_CreateString(p->replicas[k]));
             if ((p->isr >> k) & 1) cJSON_AddItemToArray(isr, cJSON_CreateString(p->replicas[k]));

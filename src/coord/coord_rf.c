@@ -52,16 +52,15 @@ void coord_rf_get(coord *co, int *rf, int *min_insync) {
     *min_insync = stored_int(co, "min_insync", coord_rf_default_min_insync(*rf));
 }
 
-int coord_rf_check_change(coord *co, const char *name, const char *value, char *msg,
-                          size_t cap) {
+int coord_rf_check_change(coord *co, const char *name, const char *value, char *msg, size_t cap) {
     int is_rf = !strcmp(name, "replicas");
     if (!is_rf && strcmp(name, "min_insync")) return 0;
     int rf, mi;
     coord_rf_get(co, &rf, &mi);
     int64_t v;
     if (value && (keel_parse_i64z(value, &v) || v < 1 || v > KEEL_RF_MAX)) {
-        snprintf(msg, cap, "ERR %s must be an integer from 1 to %d, got '%.32s'", name,
-                 KEEL_RF_MAX, value);
+        snprintf(msg, cap, "ERR %s must be an integer from 1 to %d, got '%.32s'", name, KEEL_RF_MAX,
+                 value);
         return KEEL_EINVAL;
     }
     if (is_rf)

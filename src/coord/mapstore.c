@@ -469,10 +469,9 @@ static int cas_check(mapstore *ms, const mapstore_partition *p, uint64_t expecte
     if (!p->owner[0] || !p->nreplicas)
         return mapstore__errf(ms, KEEL_EINVAL, "partition %u has no owner", p->id);
     if (p->partition_epoch != expected_pe)
-        return mapstore__errf(ms, KEEL_EAGAIN,
-                              "partition %u is at partition epoch %llu, not the expected %llu",
-                              p->id, (unsigned long long)p->partition_epoch,
-                              (unsigned long long)expected_pe);
+        return mapstore__errf(
+            ms, KEEL_EAGAIN, "partition %u is at partition epoch %llu, not the expected %llu",
+            p->id, (unsigned long long)p->partition_epoch, (unsigned long long)expected_pe);
     return mapstore__part_can_bump(ms, p);
 }
 

@@ -434,8 +434,8 @@ typedef struct mapstore_ops {
     int (*partition_place)(mapstore *ms, const mapstore_placement *pl, size_t n, uint64_t *version);
     int (*partition_set_pinned)(mapstore *ms, unsigned p, int pinned);
     /* Both: on success *out is the partition as committed. */
-    int (*partition_set_isr)(mapstore *ms, unsigned p, uint64_t expected_pe,
-                             const char *const *isr, size_t n, mapstore_partition *out);
+    int (*partition_set_isr)(mapstore *ms, unsigned p, uint64_t expected_pe, const char *const *isr,
+                             size_t n, mapstore_partition *out);
     int (*partition_set_replicas)(mapstore *ms, unsigned p, uint64_t expected_pe,
                                   const char *const *replicas, size_t n, mapstore_partition *out);
     int (*move_create)(mapstore *ms, unsigned p, const char *to, const char *reason, int64_t now_ms,

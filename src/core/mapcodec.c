@@ -133,7 +133,7 @@ int keel_map_set_rep(keel_map *m, unsigned p, const map_rep *r, char *err, size_
     int rc = check_rep(m, r, m->epoch[p], err, cap);
     if (rc) return rc;
     map_rep c;
-    memset(&c, 0, sizeof c); /* unused slots zeroed: runs compare whole structs */
+    memset(&c, 0, sizeof c); /* unused slots zeroed */
     c.n = r->n;
     c.isr = r->isr;
     memcpy(c.node, r->node, r->n * sizeof *r->node);
@@ -149,7 +149,9 @@ map_role keel_map_role(const keel_map *m, unsigned p, int k) {
     keel_map_get_rep(m, p, &r);
     for (unsigned i = 0; k >= 0 && i < r.n; i++)
         if (r.node[i] == k)
-            return i == 0 ? MAP_ROLE_LEADER : (r.isr >> i) & 1 ? MAP_ROLE_FOLLOWER : MAP_ROLE_LAGGING;
+            return i == 0             ? MAP_ROLE_LEADER
+                   : (r.isr >> i) & 1 ? MAP_ROLE_FOLLOWER
+                                      : MAP_ROLE_LAGGING;
     return MAP_ROLE_NONE;
 }
 
@@ -432,8 +434,7 @@ static cJSON *write_owner(const keel_map *m, size_t first, size_t last, const ma
     cJSON *o = cJSON_CreateObject();
     uint64_t epoch = m->epoch[first];
     if (!o || add_u64(o, "first", first) || add_u64(o, "last", last) ||
-        !cJSON_AddStringToObject(o, "node", m->nodes[r->node[0]].id) ||
-        add_u64(o, "epoch", epoch))
+        !cJSON_AddStringToObject(o, "node", m->nodes[r->node[0]].id) || add_u64(o, "epoch", epoch))
         goto fail;
     if (!rep_is_default(r, epoch) &&
         (add_item(o, "replicas", write_ids(m, r, 0)) || add_item(o, "isr", write_ids(m, r, 1)) ||
@@ -453,7 +454,12 @@ static int same_run(const keel_map *m, size_t i, size_t j) {
     map_rep a, b;
     keel_map_get_rep(m, (unsigned)i, &a);
     keel_map_get_rep(m, (unsigned)j, &b);
-    return memcmp(&a, &b, sizeof a) == 0;
+    if (a.n != b.n || a.isr != b.isr || a.leader_epoch != b.leader_epoch ||
+        a.partition_epoch != b.partition_epoch)
+        return 0;
+    for (unsigned k = 0; k < a.n; k++)
+        if (a.node[k] != b.node[k]) return 0;
+    return 1;
 }
 
 static int add_to(cJSON *arr, cJSON *item) {

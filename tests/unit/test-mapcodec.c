@@ -294,13 +294,14 @@ static void test_replica_refusals(void **state) {
     static const struct {
         const char *tail, *why;
     } bad[] = {
-        {"\"replicas\":[\"b\",\"a\"]}]}", "first"},         /* leader not first */
-        {"\"replicas\":[\"a\",\"b\",\"a\"]}]}", "twice"},   /* duplicate replica */
-        {"\"replicas\":[\"a\",\"x\"]}]}", "replicas"},      /* unlisted replica */
-        {"\"replicas\":[]}]}", "first"},                    /* no replica */
-        {"\"replicas\":\"a\"}]}", "replicas"},              /* not an array */
-        {"\"replicas\":[\"a\",1]}]}", "replicas"},          /* not a string */
-        {"\"replicas\":[\"a\",\"b\",\"c\",\"a\",\"b\",\"c\",\"a\",\"b\"]}]}", "replicas"}, /* RF 8 */
+        {"\"replicas\":[\"b\",\"a\"]}]}", "first"},       /* leader not first */
+        {"\"replicas\":[\"a\",\"b\",\"a\"]}]}", "twice"}, /* duplicate replica */
+        {"\"replicas\":[\"a\",\"x\"]}]}", "replicas"},    /* unlisted replica */
+        {"\"replicas\":[]}]}", "first"},                  /* no replica */
+        {"\"replicas\":\"a\"}]}", "replicas"},            /* not an array */
+        {"\"replicas\":[\"a\",1]}]}", "replicas"},        /* not a string */
+        {"\"replicas\":[\"a\",\"b\",\"c\",\"a\",\"b\",\"c\",\"a\",\"b\"]}]}",
+         "replicas"}, /* RF 8 */
         {"\"replicas\":[\"a\",\"b\"],\"isr\":[\"a\",\"c\"]}]}", "not a replica"},
         {"\"replicas\":[\"a\",\"b\"],\"isr\":[\"b\"]}]}", "leader"},
         {"\"replicas\":[\"a\",\"b\"],\"isr\":[]}]}", "isr"},

@@ -155,8 +155,7 @@ static void assert_rf1(mapstore *ms, unsigned p, const char *owner, uint64_t e) 
     "  AND (partitions & (partitions - 1)) = 0),"                                                  \
     " term INTEGER NOT NULL CHECK (term >= 0),"                                                    \
     " map_version INTEGER NOT NULL CHECK (map_version >= 0),"                                      \
-    " created_at_ms INTEGER NOT NULL) STRICT;" nodes_ddl                                           \
-    "CREATE TABLE partitions ("                                                                    \
+    " created_at_ms INTEGER NOT NULL) STRICT;" nodes_ddl "CREATE TABLE partitions ("               \
     " id INTEGER PRIMARY KEY CHECK (id >= 0),"                                                     \
     " owner TEXT REFERENCES nodes(id),"                                                            \
     " epoch INTEGER NOT NULL CHECK (epoch >= 0),"                                                  \
@@ -252,7 +251,14 @@ static void check_migrated(fx *f) {
     assert_int_equal(mapstore_term(f->ms), 7);
     assert_int_equal(mapstore_version(f->ms), 9);
     for (unsigned p = 0; p < 16; p++)
-        assert_rf1(f->ms, p, p < 6 ? "n1" : p < 12 ? "n2" : "", p < 6 ? 1 : p < 12 ? 4 : p == 15 ? 3 : 0);
+        assert_rf1(f->ms, p,
+                   p < 6    ? "n1"
+                   : p < 12 ? "n2"
+                            : "",
+                   p < 6     ? 1
+                   : p < 12  ? 4
+                   : p == 15 ? 3
+                             : 0);
     mapstore_setting st;
     assert_int_equal(mapstore_setting_get(f->ms, "replicas", &st), 0);
     assert_string_equal(st.value, "1");
@@ -282,7 +288,8 @@ static void check_migrated(fx *f) {
     assert_rf1(f->ms, 0, "n1", 1);
     mapstore_free(f->ms);
     f->ms = NULL;
-    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM partitions WHERE replicas = 'n1,n2'"), 1);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM partitions WHERE replicas = 'n1,n2'"),
+                     1);
 }
 
 /* A version 2 file migrates in place to 3 and reads as RF 1. */
@@ -388,7 +395,8 @@ static void test_isr_compare_and_set(void **state) {
     assert_int_equal(mapstore_partition_set_isr(f->ms, 0, 3, aa, 2, NULL), KEEL_EINVAL);
     assert_int_equal(mapstore_partition_set_isr(f->ms, 0, 3, bad, 1, NULL), KEEL_EINVAL);
     assert_int_equal(mapstore_partition_set_isr(f->ms, 0, 3, a, 0, NULL), KEEL_EINVAL);
-    assert_int_equal(mapstore_partition_set_isr(f->ms, 5, 0, a, 1, NULL), KEEL_EINVAL); /* unowned */
+    assert_int_equal(mapstore_partition_set_isr(f->ms, 5, 0, a, 1, NULL),
+                     KEEL_EINVAL); /* unowned */
     assert_int_equal(mapstore_partition_set_isr(f->ms, 16, 3, a, 1, NULL), KEEL_ERANGE);
     /* Bad replica lists are refused. */
     const char *ba[] = {"b", "a"}, *az[] = {"a", "zz"};
@@ -518,7 +526,8 @@ static void test_etcd_old_chunk_reads_rf1(void **state) {
     /* A seven-field entry whose ISR misses the leader is corrupt. */
     mapstore_free(f->ms);
     f->ms = NULL;
-    len = (size_t)snprintf(chunk, sizeof chunk, "[[\"a\",\"1\",0,[\"a\",\"b\"],[\"b\"],\"1\",\"1\"]");
+    len =
+        (size_t)snprintf(chunk, sizeof chunk, "[[\"a\",\"1\",0,[\"a\",\"b\"],[\"b\"],\"1\",\"1\"]");
     for (unsigned p = 1; p < 16; p++)
         len += (size_t)snprintf(chunk + len, sizeof chunk - len, ",[\"\",\"0\",0]");
     snprintf(chunk + len, sizeof chunk - len, "]");
