@@ -193,6 +193,11 @@ static void info_keel(const server *s, kbuf *b) {
                 "partitions_outgoing:%u\r\npartitions_fenced:%u\r\npartitions_incoming:%u\r\n"
                 "partitions_retired:%u\r\nrequests_held:%llu\r\n",
                 ms.outgoing, ms.fenced, ms.incoming, ms.retired, (unsigned long long)ms.held);
+    unsigned role[MAP_ROLE_LAGGING + 1] = {0};
+    for (unsigned p = 0; p < m->partitions; p++)
+        role[ptable_role(s->pt, p)]++;
+    kbuf_printf(b, "replicas_leader:%u\r\nreplicas_follower:%u\r\nreplicas_lagging:%u\r\n",
+                role[MAP_ROLE_LEADER], role[MAP_ROLE_FOLLOWER], role[MAP_ROLE_LAGGING]);
     loopstat_info(s->loops, b);
 }
 
