@@ -19,6 +19,7 @@
  * refused, or no address answered: the error names each one tried), 2 (bad
  * usage). */
 #include "core/addrlist.h"
+#include "core/clock.h"
 #include "core/err.h"
 #include "core/notleader.h"
 
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_ARGS 8
 
@@ -115,15 +117,15 @@ static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) 
     return 0;
 }
 
-/* A connection to the leading coordinator, AUTHed when a password is
- * given, or NULL after printing every address tried and why each failed.
- * Addresses are tried in list order; a -NOTLEADER reply to AUTH or PING
- * naming an address sends us there next (appended to the list when it is
- * not in it), at most ADDRLIST_MAX dials in all. */
-static redisContext *dial_leader(const admin_cmd *d, const admin_args *a, struct timeval tv) {
+/* One pass over the addresses for dial_leader: a connection to the leader,
+ * or NULL with what each dial met in tried[*ntried]. *final: a leader
+ * refused us (a bad password), do not retry. *standby: a standby answered
+ * (an election may be under way, worth another pass). */
+static redisContext *dial_round(const admin_cmd *d, const admin_args *a, struct timeval tv,
+                                char tried[][384], int *ntried, int *final, int *standby) {
     addrlist l = a->coords;
-    char tried[ADDRLIST_MAX][384];
-    int ntried = 0, next = 0, redirect = -1;
+    int next = 0, redirect = -1;
+    *ntried = 0;
     for (int dials = 0; dials < ADDRLIST_MAX; dials++) {
         int i = redirect >= 0 ? redirect : next++;
         redirect = -1;
@@ -143,24 +145,48 @@ static redisContext *dial_leader(const admin_cmd *d, const admin_args *a, struct
             addrlist_entry to;
             int nl = r ? notleader_parse(r->str, r->len, &to, NULL, 0) : KEEL_EINVAL;
             if (nl == 0) redirect = addrlist_find_or_add(&l, &to);
+            if (nl != KEEL_EINVAL || !r) *standby = 1; /* or closed as it took over */
             if (r && nl == KEEL_EINVAL) { /* the leader refused (a bad password): final */
                 fprintf(stderr, "keel %s: %s\n", d->cli, r->str);
+                *final = 1;
                 freeReplyObject(r);
                 redisFree(c);
                 return NULL;
             }
         }
-        if (ntried < ADDRLIST_MAX)
-            snprintf(tried[ntried++], sizeof tried[0], "%s:%d: %s", e->host, e->port, why);
+        snprintf(tried[(*ntried)++], 384, "%s:%d: %s", e->host, e->port, why);
         freeReplyObject(r);
         redisFree(c);
+    }
+    return NULL;
+}
+
+/* A connection to the leading coordinator, AUTHed when a password is
+ * given, or NULL after printing every address tried and why each failed.
+ * Addresses are tried in list order; a -NOTLEADER reply to AUTH or PING
+ * naming an address sends us there next (appended to the list when it is
+ * not in it), at most ADDRLIST_MAX dials a pass. When a standby answered
+ * but no leader was reached (an election under way: the old leader's lease
+ * has not run out, or the new one is opening the map), passes repeat every
+ * 250 ms for up to ELECTION_WAIT_MS. */
+#define ELECTION_WAIT_MS 5000
+static redisContext *dial_leader(const admin_cmd *d, const admin_args *a, struct timeval tv) {
+    char tried[ADDRLIST_MAX][384];
+    int ntried = 0;
+    uint64_t t0 = keel_mono_us();
+    for (;;) {
+        int final = 0, standby = 0;
+        redisContext *c = dial_round(d, a, tv, tried, &ntried, &final, &standby);
+        if (c) return c;
+        if (final) return NULL;
+        if (!standby || keel_mono_us() - t0 >= ELECTION_WAIT_MS * 1000ull) break;
+        usleep(250 * 1000);
     }
     if (ntried == 1) {
         fprintf(stderr, "keel %s: cannot reach the coordinator at %s\n", d->cli, tried[0]);
         return NULL;
     }
-    fprintf(stderr, "keel %s: cannot reach any of the %d coordinators:\n",
-            d->cli, l.n);
+    fprintf(stderr, "keel %s: cannot reach any of the %d coordinators:\n", d->cli, ntried);
     for (int i = 0; i < ntried; i++)
         fprintf(stderr, "  %s\n", tried[i]);
     return NULL;

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #define STANDBY_TICK_MS 50
-#define STANDBY_BIND_RETRY_TICKS 20 /* 1 s */
 #define STANDBY_WAIT_LOG_TICKS 100  /* 5 s */
 
 typedef struct standby {
@@ -24,7 +23,7 @@ typedef struct standby {
     rserver *rs;
     uv_timer_t timer;
     unsigned ticks;
-    int bind_failed_logged;
+    int bind_failed; /* tried once and failed: this standby holds no port */
     uint64_t answered;
     coord_elect_view view; /* as of the last tick */
 } standby;
@@ -57,11 +56,11 @@ static void try_listen(standby *s) {
         return;
     }
     s->rs = NULL;
-    if (!s->bind_failed_logged++)
-        keel_log(KEEL_LOG_WARN, "standby_bind_failed",
-                 "addr=%s:%d reason=\"%s\" action=\"retrying every second; without it clients "
-                 "find the leader through their --coord list\"",
-                 s->bind, s->port, err);
+    s->bind_failed = 1;
+    keel_log(KEEL_LOG_WARN, "standby_bind_failed",
+             "addr=%s:%d reason=\"%s\" action=\"this standby holds no port; clients find the "
+             "leader through their --coord list\"",
+             s->bind, s->port, err);
 }
 
 static void on_tick(uv_timer_t *t) {
@@ -76,7 +75,12 @@ static void on_tick(uv_timer_t *t) {
         uv_close((uv_handle_t *)&s->timer, NULL);
         return;
     }
-    if (!s->rs && s->ticks % STANDBY_BIND_RETRY_TICKS == 0) try_listen(s);
+    /* Listen once another coordinator is known to lead: before that (the
+     * first start of a cluster, where this one is about to win) a client
+     * would only hear "no leader". */
+    if (!s->rs && !s->bind_failed && s->view.leader_id[0] &&
+        strcmp(s->view.leader_id, coord_elect_id(s->e)) != 0)
+        try_listen(s);
     if (s->ticks % STANDBY_WAIT_LOG_TICKS == 0)
         keel_log(KEEL_LOG_INFO, "election_waiting", "id=%s leader=%s leader_addr=%s",
                  coord_elect_id(s->e), s->view.leader_id[0] ? s->view.leader_id : "?",
@@ -92,7 +96,6 @@ int coord_standby_wait(uv_loop_t *loop, coord_elect *e, const char *bind, int po
     s.port = port;
     coord_elect_get(e, &s.view);
     if (s.view.leading) return 0;
-    try_listen(&s);
     uv_timer_init(loop, &s.timer);
     s.timer.data = &s;
     uv_timer_start(&s.timer, on_tick, STANDBY_TICK_MS, STANDBY_TICK_MS);

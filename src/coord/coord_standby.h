@@ -12,12 +12,13 @@
  * at once. A standby holds no map and no secret: the error tells nothing an
  * unauthenticated client could not learn by trying the addresses.
  *
- * When the port is taken (several coordinators given one port on one host,
- * as test_etcd_ha does) the standby logs `standby_bind_failed` once and
- * retries every second; it then simply holds no port, as before this
- * existed. As soon as this process leads, the standby's listener and every
- * connection to it are closed (clients redial; the leader binds the same
- * port moments later, see coord.c).
+ * It starts listening once the election names another coordinator as the
+ * leader (so a cluster's first coordinator, about to win, never answers "no
+ * leader"). When the port is taken (several coordinators given one port on
+ * one host, as test_etcd_ha does) the standby logs `standby_bind_failed`
+ * and holds no port, as before this existed. As soon as this process leads,
+ * the standby's listener and every connection to it are closed (clients
+ * redial; the leader binds the same port moments later, see coord.c).
  *
  * Threads: the loop thread only.
  */
