@@ -48,8 +48,8 @@ class Etcd:
     member's command line (e.g. `ip netns exec NS`); hosts[i] is the
     address member i listens on (default 127.0.0.1)."""
 
-    def __init__(self, n=1, hosts=None, wrap=None):
-        self.n = n
+    def __init__(self, n=1, hosts=None, wrap=None, listen_all=False):
+        self.n, self.listen_all = n, listen_all
         self.hosts = hosts or ["127.0.0.1"] * n
         self.dir = mkdtemp("etcd-")
         self.cports = [free_port() for _ in range(n)]
@@ -70,8 +70,9 @@ class Etcd:
         purl = "http://%s:%d" % (self.hosts[i], self.pports[i])
         cluster = ",".join("e%d=http://%s:%d" % (k, self.hosts[k], self.pports[k])
                            for k in range(self.n))
+        listen = "http://0.0.0.0:%d" % self.cports[i] if self.listen_all else self.curl(i)
         argv = [ETCD, "--name", "e%d" % i, "--data-dir", os.path.join(self.dir, "e%d" % i),
-                "--listen-client-urls", self.curl(i), "--advertise-client-urls", self.curl(i),
+                "--listen-client-urls", listen, "--advertise-client-urls", self.curl(i),
                 "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
                 "--initial-cluster", cluster, "--initial-cluster-state", "new",
                 "--initial-cluster-token", "keel-%d" % os.getpid(), "--log-level", "warn"]
@@ -174,6 +175,7 @@ class Rig:
         self.coords, self.nodes, self.node_env = {}, {}, {}
         self.settings = list(settings)
         self.coord_wrap = None  # (cid, argv) -> argv, e.g. to run it in a namespace
+        self.coord_etcd = {}    # cid -> the etcd URLs it uses (default: etcd.urls())
 
     # -- addresses --
     def caddr(self, cid):
@@ -193,7 +195,8 @@ class Rig:
         n = sum(1 for k in os.listdir(tmp_root()) if k.startswith("coord-%s-" % cid))
         log = os.path.join(tmp_root(), "coord-%s-%d.log" % (cid, n))
         argv = [KEEL_BIN, "coord", "--dir", d, "--port", str(self.cport[cid]), "--bind",
-                self.chost[cid], "--etcd", self.etcd.urls(), "--etcd-prefix", self.prefix,
+                self.chost[cid], "--etcd", self.coord_etcd.get(cid, self.etcd.urls()),
+                "--etcd-prefix", self.prefix,
                 "--id", cid, "--lease-ttl-s", str(self.ttl), "--audit-log", self.audit.path]
         argv += [str(a) for a in extra]
         if self.coord_wrap:
