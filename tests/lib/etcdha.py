@@ -197,7 +197,9 @@ class Rig:
         argv = [KEEL_BIN, "coord", "--dir", d, "--port", str(self.cport[cid]), "--bind",
                 self.chost[cid], "--etcd", self.coord_etcd.get(cid, self.etcd.urls()),
                 "--etcd-prefix", self.prefix,
-                "--id", cid, "--lease-ttl-s", str(self.ttl), "--audit-log", self.audit.path]
+                "--id", cid, "--audit-log", self.audit.path]
+        if self.ttl:  # None: the default lease TTL
+            argv += ["--lease-ttl-s", str(self.ttl)]
         argv += [str(a) for a in extra]
         if self.coord_wrap:
             argv = self.coord_wrap(cid, argv)
