@@ -242,10 +242,10 @@ static void spawn_node(demo *d, long i) {
     snprintf(ndir, sizeof ndir, "%s/n%ld", d->dir, i);
     snprintf(id, sizeof id, "n%ld", i);
     snprintf(log, sizeof log, "%s/n%ld.log", d->dir, i);
-    char *node[] = {
+    char *node[17] = {
+        /* [14], [15]: --audit-log with --ha */
         d->exe,          "node", "--port", port, "--dir",          ndir,  "--coord", cport,
-        "--secret-file", secret, "--id",   id,   "--metrics-port", mport, NULL,
-        NULL,            NULL};
+        "--secret-file", secret, "--id",   id,   "--metrics-port", mport, NULL};
     if (d->ha.on) node[14] = "--audit-log", node[15] = d->ha.audit;
     d->pids[i] = spawn(d, log, node);
 }
@@ -409,8 +409,8 @@ static int ha_summary(demo *d, const move_sum *ms) {
             }
     }
     cJSON_Delete(arr);
-    printf("failover                    kill -9 of c%d -> first map write by %s: ", d->ha.killed + 1,
-           who);
+    printf("failover                    kill -9 of c%d -> first map write by %s: ",
+           d->ha.killed + 1, who);
     if (ms_fail < 0)
         printf("not seen\n");
     else
@@ -502,12 +502,8 @@ static long verify(demo *d, dload *l, long *lost) {
 }
 
 int demo_main(int argc, char **argv, const char *self) {
-    demo d = {.base = 7000,
-              .nodes = 4,
-              .keys = 500000,
-              .value_size = 100,
-              .join = 1,
-              .partitions = 1024};
+    demo d = {
+        .base = 7000, .nodes = 4, .keys = 500000, .value_size = 100, .join = 1, .partitions = 1024};
     if (parse_flags(&d, argc, argv)) return 2;
     if (d.partitions & (d.partitions - 1)) {
         fprintf(stderr, "keel demo: --partitions must be a power of two from 16 to 16384\n");

@@ -65,11 +65,17 @@ static void start_member(demo_ha *h, int i) {
              "e1=http://127.0.0.1:%ld,e2=http://127.0.0.1:%ld,e3=http://127.0.0.1:%ld",
              ETCD_PEER(h, 0), ETCD_PEER(h, 1), ETCD_PEER(h, 2));
     snprintf(log, sizeof log, "%s/etcd-e%d.log", h->dir, i + 1);
-    char *args[] = {h->etcd, "--name", name, "--data-dir", data, "--listen-client-urls", curl,
-                    "--advertise-client-urls", curl, "--listen-peer-urls", purl,
-                    "--initial-advertise-peer-urls", purl, "--initial-cluster", cluster,
-                    "--initial-cluster-state", "new", "--initial-cluster-token", "keel-demo",
-                    "--log-level", "warn", NULL};
+    char *args[] = {h->etcd,     "--name",
+                    name,        "--data-dir",
+                    data,        "--listen-client-urls",
+                    curl,        "--advertise-client-urls",
+                    curl,        "--listen-peer-urls",
+                    purl,        "--initial-advertise-peer-urls",
+                    purl,        "--initial-cluster",
+                    cluster,     "--initial-cluster-state",
+                    "new",       "--initial-cluster-token",
+                    "keel-demo", "--log-level",
+                    "warn",      NULL};
     h->etcd_pid[i] = spawn_exe(h->etcd, log, args);
 }
 
@@ -81,8 +87,9 @@ static void start_coord(demo_ha *h, int i) {
     snprintf(hport, sizeof hport, "%d", http_port(h, i));
     snprintf(log, sizeof log, "%s/coord-c%d.log", h->dir, i + 1);
     etcd_urls(h, urls, sizeof urls);
-    char *args[] = {(char *)h->exe, "coord", "--dir", cdir, "--port", port, "--http-port", hport,
-                    "--etcd", urls, "--id", id, "--audit-log", h->audit, NULL};
+    char *args[] = {(char *)h->exe, "coord",  "--dir",  cdir, "--port", port,
+                    "--http-port",  hport,    "--etcd", urls, "--id",   id,
+                    "--audit-log",  h->audit, NULL};
     h->coord_pid[i] = spawn_exe(h->exe, log, args);
 }
 
@@ -116,8 +123,8 @@ int demo_ha_start(demo_ha *h, long base, const char *dir, const char *exe) {
     etcd_urls(h, urls, sizeof urls);
     char parts[16];
     snprintf(parts, sizeof parts, "%ld", h->partitions ? h->partitions : 1024);
-    char *init[] = {(char *)exe, "coord",  "--init", "--dir", init_dir, "--etcd",
-                    urls,        "--partitions", parts, NULL};
+    char *init[] = {(char *)exe, "coord", "--init",       "--dir", init_dir,
+                    "--etcd",    urls,    "--partitions", parts,   NULL};
     int rc = -1;
     for (int t = 0; t < 60 && rc != 0; t++) { /* the members elect a leader first */
         char cmd[PATH_MAX + 16];

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define STANDBY_TICK_MS 50
-#define STANDBY_WAIT_LOG_TICKS 100  /* 5 s */
+#define STANDBY_WAIT_LOG_TICKS 100 /* 5 s */
 
 typedef struct standby {
     uv_loop_t *loop;
@@ -47,8 +47,8 @@ static int standby_dispatch(void *arg, client *c, int argc, char **argv, const s
 static const rserver_ops standby_ops = {.dispatch = standby_dispatch};
 
 static void try_listen(standby *s) {
-    rserver_config rc = {.bind = s->bind, .port = s->port, .maxclients = 1000,
-                         .max_output = 1u << 20};
+    rserver_config rc = {
+        .bind = s->bind, .port = s->port, .maxclients = 1000, .max_output = 1u << 20};
     resp_limits_default(&rc.limits);
     char err[256] = "";
     if (rserver_start(s->loop, &rc, &standby_ops, s, &s->rs, err, sizeof err) == 0) {

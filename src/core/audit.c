@@ -48,7 +48,8 @@ static void line(const char *fmt, ...) {
     int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
     va_end(ap);
     if (m < 0) return;
-    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    size_t len = (size_t)n +
+                 ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
     buf[len++] = '\n';
     if (write(audit_fd, buf, len) != (ssize_t)len && !atomic_exchange(&audit_failed, 1))
         keel_log(KEEL_LOG_ERROR, "audit_write_failed", "error=\"%s\"", strerror(errno));

@@ -219,8 +219,7 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
     peerauth_secret secret;
     int rc = peerauth_secret_load(s->cfg.secret_file, &secret, err, cap);
     if (rc) return rc;
-    if (s->cfg.audit_log[0] && (rc = audit_open(s->cfg.audit_log, s->cfg.id, err, cap)))
-        return rc;
+    if (s->cfg.audit_log[0] && (rc = audit_open(s->cfg.audit_log, s->cfg.id, err, cap))) return rc;
     coordlink_config lc = {.host = s->cfg.coord_host,
                            .port = s->cfg.coord_port,
                            .coords = s->cfg.coords.n ? &s->cfg.coords : NULL,

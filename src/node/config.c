@@ -292,5 +292,7 @@ const char *node_config_usage(void) {
            "                              before -TRYAGAIN (default 2000)\n"
            "  --epoch-log FILE            append \"<unix-us> <partition> <epoch> <node>\" for\n"
            "                              every write served (for ownership checkers)\n"
+           "  --audit-log FILE            append a line per directive accepted from the\n"
+           "                              coordinator, with its term (core/audit.h)\n"
            "  --log-level L               debug|info|warn|error (default info)\n";
 }

@@ -40,8 +40,11 @@ static void test_no_leader(void **state) {
 static void test_not_a_redirect(void **state) {
     (void)state;
     addrlist_entry e;
-    const char *bad[] = {"ERR unknown command", "NOTLEADE", "NOTLEADER leader=c1 addr=host",
-                         "NOTLEADER leader=c1 addr=h:0", "NOTLEADER leader=c1 addr=:7400",
+    const char *bad[] = {"ERR unknown command",
+                         "NOTLEADE",
+                         "NOTLEADER leader=c1 addr=host",
+                         "NOTLEADER leader=c1 addr=h:0",
+                         "NOTLEADER leader=c1 addr=:7400",
                          "NOPERM NOTLEADER leader=c1 addr=h:1"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         assert_int_equal(notleader_parse(bad[i], strlen(bad[i]), &e, NULL, 0), KEEL_EINVAL);
