@@ -14,7 +14,7 @@
  *
  * op: "bump_term" (a coordinator's first write, which makes its term) or
  * "write" (any other map change); rc: 0, or the KEEL_E* name of the failure
- * (a deposed leader's writes fail with ENOTLEADER and changed nothing).
+ * (a deposed leader's writes fail with KEEL_ENOTLEADER and changed nothing).
  * term: the writing coordinator's term (for bump_term the term it made,
  * or 0 when it failed). via: "map" (a heartbeat reply carrying a map) or
  * "command" (a KEEL.MOVE.* or other coordinator command whose term was
