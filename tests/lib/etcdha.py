@@ -227,7 +227,7 @@ class Rig:
 
     def boot(self, nodes=("n1", "n2", "n3")):
         """c1 leads, the other coordinators stand by, the nodes join and
-        every partition is placed; settings applied."""
+        every partition is placed and served by its owner; settings applied."""
         self.start_coord(self.cids[0])
         self.wait_leader()
         for k, v in [("rebalance_interval_s", "0"), ("cleanup_after_s", "1"),
@@ -242,6 +242,7 @@ class Rig:
         for cid in self.cids[1:]:
             wait_for(lambda: lines(self.coords[cid], r"event=standby_listen"), 15,
                      msg="%s standing by" % cid)
+        self.converge()  # every node has the placement before anyone writes
 
     # -- nodes --
     def start_node(self, nid, env=None):
