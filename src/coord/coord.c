@@ -768,6 +768,11 @@ int coord_run(const coord_config *cfg) {
         audit_open(cfg->audit_log, cfg->id[0] ? cfg->id : "coordinator", err, sizeof err))
         goto fail;
     if (cfg->id[0] && become_leader(cfg, co->loop, err, sizeof err)) goto fail;
+    if (cfg->id[0]) { /* the wait as a standby is not a stall of this leader: start afresh */
+        keel_stallclock_init(&co->clock, COORD_CLOCK_TICK_MS, COORD_CLOCK_GAP_MS,
+                             (int64_t)(keel_mono_us() / 1000));
+        co->start_ms = coord_now(co);
+    }
     if (coord_open(co, err, sizeof err)) goto fail;
     rserver_config rc = {.bind = cfg->bind,
                          .port = cfg->port,
