@@ -78,6 +78,7 @@ bench: build
 	@./bench/move
 	@./bench/move_bighash
 	@./bench/rebalance_vs_redis
+	@./bench/coord_failover
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -22,8 +22,10 @@
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
 #include "coord/coord_elect.h"
+#include "coord/coord_standby.h"
 #include "coord/detector.h"
 #include "coord/mapstore_etcd.h"
+#include "core/audit.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/num.h"
@@ -172,6 +174,10 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
         } else if (!strcmp(a, "--lease-ttl-s")) {
             if (int_arg(a, v, 2, 60, &x, err, cap)) return KEEL_EINVAL;
             c->lease_ttl_s = (int)x;
+        } else if (!strcmp(a, "--audit-log")) {
+            if (!*v || strlen(v) >= sizeof c->audit_log)
+                return snprintf(err, cap, "bad --audit-log FILE"), KEEL_EINVAL;
+            snprintf(c->audit_log, sizeof c->audit_log, "%s", v);
         } else if (!strcmp(a, "--etcd-timeout-ms")) {
             if (int_arg(a, v, 100, 60000, &x, err, cap)) return KEEL_EINVAL;
             c->etcd_timeout_ms = (int)x;
@@ -213,7 +219,7 @@ const char *coord_usage(void) {
     return "usage: keel coord --init --dir DIR [--partitions P] [--replicas RF]\n"
            "                  [--min-insync N] [ETCD]   create a cluster (RF 1 for now)\n"
            "       keel coord --dir DIR --port N [--http-port H] [--requirepass PW]\n"
-           "                  [--bind ADDR] [--log-level L] [ETCD]\n"
+           "                  [--bind ADDR] [--log-level L] [--audit-log FILE] [ETCD]\n"
            "ETCD (the map store on etcd instead of DIR/map.db; DIR keeps the secret and keys):\n"
            "       --etcd http://HOST:PORT[,...] [--etcd-prefix /keel/NAME/]\n"
            "       [--etcd-timeout-ms MS]   (prefix default " MAPSTORE_ETCD_DEFAULT_PREFIX
@@ -732,8 +738,9 @@ static void on_signal(uv_signal_t *sig, int signum) {
 static const rserver_ops coord_ops = {.dispatch = coord_dispatch, .on_close = coord_conn_closed};
 
 /* Starts the election and waits, as a standby, until this process leads.
- * Nothing is opened or bound before: a standby holds no port. */
-static int become_leader(const coord_config *c, char *err, size_t cap) {
+ * Nothing is opened before: a standby holds no map; it answers on its port
+ * with -NOTLEADER naming the leader (coord_standby.h). */
+static int become_leader(const coord_config *c, uv_loop_t *loop, char *err, size_t cap) {
     char addr[COORD_ELECT_ADDR_MAX + 1];
     snprintf(addr, sizeof addr, "%s:%d", c->bind, c->port);
     coord_elect_config ec = {c->etcd, c->etcd_prefix[0] ? c->etcd_prefix : NULL, c->id, addr,
@@ -741,12 +748,8 @@ static int become_leader(const coord_config *c, char *err, size_t cap) {
     int rc = coord_elect_start(&ec, &elect, err, cap);
     if (rc) return rc;
     keel_log(KEEL_LOG_INFO, "election_started", "id=%s addr=%s", c->id, addr);
-    while (!coord_elect_wait(elect, 5000)) {
-        coord_elect_view v;
-        coord_elect_get(elect, &v);
-        keel_log(KEEL_LOG_INFO, "election_waiting", "id=%s leader=%s leader_addr=%s", c->id,
-                 v.leader_id[0] ? v.leader_id : "?", v.leader_addr[0] ? v.leader_addr : "?");
-    }
+    if (coord_standby_wait(loop, elect, c->bind, c->port))
+        return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
     return 0;
 }
 
@@ -782,6 +785,7 @@ static int coord_open(coord *co, char *err, size_t cap) {
         snprintf(err, cap, "cannot record the new term: %s", mapstore_errmsg(co->ms));
         return rc;
     }
+    audit_set_term(co->term);
     co->partitions = mapstore_partitions(co->ms);
     co->parts = calloc(co->partitions, sizeof *co->parts);
     if (!co->parts) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
@@ -805,7 +809,15 @@ int coord_run(const coord_config *cfg) {
     signal(SIGPIPE, SIG_IGN);
     int status = 1;
     if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail;
-    if (cfg->id[0] && become_leader(cfg, err, sizeof err)) goto fail;
+    if (cfg->audit_log[0] &&
+        audit_open(cfg->audit_log, cfg->id[0] ? cfg->id : "coordinator", err, sizeof err))
+        goto fail;
+    if (cfg->id[0] && become_leader(cfg, co->loop, err, sizeof err)) goto fail;
+    if (cfg->id[0]) { /* the wait as a standby is not a stall of this leader: start afresh */
+        keel_stallclock_init(&co->clock, COORD_CLOCK_TICK_MS, COORD_CLOCK_GAP_MS,
+                             (int64_t)(keel_mono_us() / 1000));
+        co->start_ms = coord_now(co);
+    }
     if (coord_open(co, err, sizeof err)) goto fail;
     rserver_config rc = {.bind = cfg->bind,
                          .port = cfg->port,

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/audit.h"
 #include "core/err.h"
 #include "core/id.h"
 
@@ -161,11 +162,18 @@ void mapstore_counters(const mapstore *ms, uint64_t *reads, uint64_t *writes) {
  * not found, exists, range) changed nothing, by the contract, and keeps the
  * cache; any other failure (I/O, memory, corruption) drops it, so the next
  * read reloads what the backend holds. */
-static int wrote(mapstore *ms, int rc) {
+static int counted(mapstore *ms, int rc) {
     ms->writes++;
     if (rc && rc != KEEL_EINVAL && rc != KEEL_ENOTFOUND && rc != KEEL_EEXIST && rc != KEEL_ERANGE)
         msc_drop(ms);
     return rc;
+}
+
+/* A write that changes the map: counted, and on the audit log (core/audit.h).
+ * Heartbeats are counted only: no backend stores them. */
+static int wrote(mapstore *ms, int rc) {
+    if (audit_enabled()) audit_map_write("write", rc, 0, ms->ops->version(ms->impl));
+    return counted(ms, rc);
 }
 
 /* A malloc'd copy of n items (NULL when n is 0). */
@@ -267,7 +275,10 @@ uint64_t mapstore_version(const mapstore *ms) {
 }
 
 int mapstore_bump_term(mapstore *ms, uint64_t *term) {
-    return ms->ops->bump_term(ms, term);
+    int rc = ms->ops->bump_term(ms, term);
+    if (audit_enabled())
+        audit_map_write("bump_term", rc, rc ? 0 : *term, ms->ops->version(ms->impl));
+    return rc;
 }
 
 /* ---- Nodes ------------------------------------------------------------------ */
@@ -323,7 +334,7 @@ int mapstore_node_set_membership(mapstore *ms, const char *id, mapstore_membersh
 int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms) {
     int rc;
     if ((rc = check_id(ms, "node id", id))) return rc;
-    if ((rc = wrote(ms, ms->ops->node_heartbeat(ms, id, now_ms)))) return rc;
+    if ((rc = counted(ms, ms->ops->node_heartbeat(ms, id, now_ms)))) return rc;
     msc_heartbeat(ms, id, now_ms);
     return 0;
 }
