@@ -43,6 +43,18 @@ uint64_t rep_ec_last(const rep_part *pp) {
     return pp->nec ? pp->ec[pp->nec - 1].epoch : 0;
 }
 
+void rep_set_isr(rep_part *pp, const rep_config *c) {
+    pp->nisr = 0;
+    for (int i = 0; i < c->nisr && i < REP_RF_MAX; i++)
+        snprintf(pp->isr[pp->nisr++], KEEL_ID_MAX + 1, "%s", c->isr[i]);
+}
+
+int rep_in_isr(const rep_part *pp, const char *id) {
+    for (int i = 0; i < pp->nisr; i++)
+        if (strcmp(pp->isr[i], id) == 0) return 1;
+    return 0;
+}
+
 static void meta_name(char *b, size_t cap, unsigned p) {
     snprintf(b, cap, "rep/%u", p);
 }
@@ -129,7 +141,7 @@ int rep_restore(rep *r) {
         }
         pp->end = pp->plo; /* positions plo+1..phi: perhaps held, perhaps not */
         pp->epoch = rep_ec_last(pp);
-        if (r->env.forget) r->env.forget(r->env.ctx, p, pp->plo);
+        if (r->env.forget) r->env.forget(r->env.ctx, p, pp->copying ? 0 : pp->phi);
     }
     return 0;
 }
@@ -154,11 +166,15 @@ int rep_configure(rep *r, unsigned p, const rep_config *c) {
                strcmp(pp->leader, c->leader ? c->leader : "") == 0;
     pp->part_epoch = c->part_epoch;
     pp->min_insync = c->min_insync;
+    rep_set_isr(pp, c);
     if (same) {
         if (role == REP_LEADER) leader_update(r, pp, c);
         return 0;
     }
-    if (pp->role == REP_LEADER) leader_stop(r, pp);
+    if (pp->role == REP_LEADER) {
+        int rc = leader_demote(r, pp);
+        if (rc) return rc;
+    }
     pp->role = role;
     pp->epoch = c->leader_epoch;
     snprintf(pp->leader, sizeof pp->leader, "%s", c->leader ? c->leader : "");

@@ -104,8 +104,15 @@ bad:
 int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
                      size_t clen, const char *rec, size_t rlen) {
     if (first) {
-        /* Asked for, or the leader no longer retains what comes next. */
+        /* Asked for, or the leader no longer retains what comes next. Not
+         * while this node is in the ISR its map shows: dropping its data
+         * could lose acknowledged writes (the leader has it removed first). */
         if (pp->fstate != F_SUBSCRIBING && pp->fstate != F_STREAMING) return 0;
+        if (rep_in_isr(pp, r->env.self_id)) {
+            pp->want_copy = 1;
+            sub(r, pp);
+            return 0;
+        }
         if (clen % 16 || clen / 16 > REP_EC_MAX) return KEEL_EPROTO;
         pp->fstate = F_COPYING;
         pp->copying = 1;

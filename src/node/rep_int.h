@@ -58,7 +58,7 @@ typedef struct rep_part {
     size_t nlog, caplog; /* retained batches, positions log[0].pos.. end */
     rep_peer peers[REP_RF_MAX];
     int npeers;
-    char isr[REP_RF_MAX][KEEL_ID_MAX + 1];
+    char isr[REP_RF_MAX][KEEL_ID_MAX + 1]; /* both roles: the map's ISR */
     int nisr, min_insync;
     char adding[KEEL_ID_MAX + 1]; /* an expansion proposed at part epoch adding_at */
     uint64_t adding_at, proposed_us;
@@ -87,12 +87,15 @@ int rep_persist(rep *r, rep_part *pp);   /* writes "rep/<p>": plo/phi/copying/ec
 void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start);
 uint64_t rep_ec_last(const rep_part *pp); /* last epoch in the cache; 0 if none */
 uint64_t rep_hash(const char *p, size_t n);
+void rep_set_isr(rep_part *pp, const rep_config *c);
+int rep_in_isr(const rep_part *pp, const char *id);
 int rep_sendv(rep *r, const char *peer, int argc, const char **argv, const size_t *len);
 const char *rep_u64(char *buf, uint64_t v); /* buf of 24 */
 
 /* rep_leader.c */
 int leader_start(rep *r, rep_part *pp, const rep_config *c);
 void leader_stop(rep *r, rep_part *pp);
+int leader_demote(rep *r, rep_part *pp); /* persists the end, then leader_stop */
 void leader_update(rep *r, rep_part *pp, const rep_config *c); /* same epoch, new ISR */
 int leader_turn_end(rep *r, rep_part *pp);
 int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t last_epoch, uint64_t lo,

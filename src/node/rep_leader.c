@@ -45,11 +45,7 @@ static rep_peer *peer_find(rep_part *pp, const char *id) {
     return NULL;
 }
 
-static int in_isr(const rep_part *pp, const char *id) {
-    for (int i = 0; i < pp->nisr; i++)
-        if (strcmp(pp->isr[i], id) == 0) return 1;
-    return 0;
-}
+#define in_isr rep_in_isr
 
 /* Capture callback: runs inside the store's turn write; only appends. */
 static void on_change(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
@@ -67,11 +63,6 @@ static void peer_copy_end(rep *r, rep_peer *pe) {
     pe->curlen = 0;
 }
 
-static void set_isr(rep_part *pp, const rep_config *c) {
-    pp->nisr = 0;
-    for (int i = 0; i < c->nisr && i < REP_RF_MAX; i++)
-        snprintf(pp->isr[pp->nisr++], KEEL_ID_MAX + 1, "%s", c->isr[i]);
-}
 
 int leader_start(rep *r, rep_part *pp, const rep_config *c) {
     uint64_t now = rep_now(r);
@@ -83,7 +74,6 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c) {
         snprintf(pe->id, sizeof pe->id, "%s", c->replicas[i]);
         pe->caught_us = now; /* a grace period before it can be dropped */
     }
-    set_isr(pp, c);
     pp->adding[0] = 0;
     pp->lease_until = 0; /* the first heartbeat of this epoch grants it */
     pp->committed = pp->end;
@@ -116,6 +106,20 @@ void leader_stop(rep *r, rep_part *pp) {
     pp->adding[0] = 0;
 }
 
+int leader_demote(rep *r, rep_part *pp) {
+    /* The turn so far is written out (its records reach pend); if none is
+     * unsealed the log ends exactly at end, and a follower of the next
+     * leader need not truncate what it does not hold. */
+    pp->plo = pp->end, pp->phi = pp->end + 1;
+    int rc = rep_persist(r, pp);
+    if (!rc && pp->pend.len == 0) {
+        pp->phi = pp->end;
+        rc = rep_persist(r, pp);
+    }
+    leader_stop(r, pp);
+    return rc;
+}
+
 static void propose(rep *r, rep_part *pp, const char *what, const char *id) {
     char a[24], b[24], c[24];
     const char *argv[] = {"KEEL.REP.ISR", rep_u64(a, pp->p), rep_u64(b, pp->part_epoch),
@@ -146,7 +150,6 @@ static void leader_commit(rep *r, rep_part *pp) {
 }
 
 void leader_update(rep *r, rep_part *pp, const rep_config *c) {
-    set_isr(pp, c);
     if (pp->adding[0] && c->part_epoch > pp->adding_at) pp->adding[0] = 0; /* settled */
     leader_commit(r, pp);
 }
@@ -230,12 +233,24 @@ static void start_copy(rep *r, rep_part *pp, rep_peer *pe) {
     (void)copy_some(r, pp, pe);
 }
 
+/* A full copy drops the follower's data first: an ISR member must leave the
+ * ISR before (it may hold acknowledged writes no other member will hold
+ * until it is back). Until then it is not streamed to, and asks again. */
+static void want_copy(rep *r, rep_part *pp, rep_peer *pe) {
+    if (in_isr(pp, pe->id) || (pp->adding[0] && !strcmp(pp->adding, pe->id))) {
+        pe->streaming = 0;
+        if (rep_now(r) - pp->proposed_us >= 200000ull) propose(r, pp, "shrink", pe->id);
+        return;
+    }
+    start_copy(r, pp, pe);
+}
+
 static void send_more(rep *r, rep_part *pp, rep_peer *pe) {
     if (!pe->streaming || pe->snap) return;
     while (pe->next <= pp->end && pe->next <= pe->acked + REP_WINDOW) {
         rep_batch *b = log_find(pp, pe->next);
         if (!b) { /* no longer retained: a full copy */
-            start_copy(r, pp, pe);
+            want_copy(r, pp, pe);
             return;
         }
         char a[24], ep[24], be[24], ps[24];
@@ -315,8 +330,9 @@ int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t fe, uint64_t 
     if (!pe) return 0; /* not a replica of p */
     peer_copy_end(r, pe);
     pe->streaming = 0;
+    pe->acked = 0; /* until it says what it holds now */
     if (copy) {
-        start_copy(r, pp, pe);
+        want_copy(r, pp, pe);
         return 0;
     }
     uint64_t e = epoch_end(pp, fe);
@@ -332,7 +348,7 @@ int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t fe, uint64_t 
     }
     uint64_t from_pos = lo + 1;
     if (from_pos <= pp->end && !log_find(pp, from_pos)) {
-        start_copy(r, pp, pe);
+        want_copy(r, pp, pe);
         return 0;
     }
     pe->acked = lo;
