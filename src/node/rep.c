@@ -60,18 +60,61 @@ static void meta_name(char *b, size_t cap, unsigned p) {
 }
 
 int rep_persist(rep *r, rep_part *pp) {
-    char b[18 + REP_EC_MAX * 16];
+    return rep_persist_redo(r, pp, 0, NULL, 0);
+}
+
+int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen) {
+    size_t n = 18 + (size_t)pp->nec * 16, total = n + (redo ? 8 + rlen : 0);
+    char stackb[18 + REP_EC_MAX * 16 + 8 + 512];
+    char *b = total <= sizeof stackb ? stackb : malloc(total);
+    if (!b) return KEEL_ENOMEM;
     move_be64(b, pp->plo);
     move_be64(b + 8, pp->phi);
-    b[16] = (char)(pp->copying ? 1 : 0);
+    b[16] = (char)((pp->copying ? 1 : 0) | (redo ? 2 : 0));
     b[17] = (char)pp->nec;
     for (int i = 0; i < pp->nec; i++) {
         move_be64(b + 18 + 16 * i, pp->ec[i].epoch);
         move_be64(b + 26 + 16 * i, pp->ec[i].start);
     }
+    if (redo) {
+        move_be64(b + n, bepoch);
+        if (rlen) memcpy(b + n + 8, redo, rlen);
+    }
     char name[32];
     meta_name(name, sizeof name, pp->p);
-    return store_meta_put(r->env.st, name, b, 18 + (size_t)pp->nec * 16);
+    int rc = store_meta_put(r->env.st, name, b, total);
+    if (b != stackb) free(b);
+    return rc;
+}
+
+/* A follower's record holds the batch it was about to apply (the redo):
+ * applies it again, so the log ends exactly at hi. Records are absolute
+ * values: applying them twice is applying them once. */
+static int restore_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *p, size_t n) {
+    store_txn *t = store_txn_begin(r->env.st);
+    size_t off = 0;
+    while (off < n) {
+        unsigned slot;
+        const char *k, *v;
+        size_t kl, vl;
+        size_t used = move_get_record(p + off, n - off, &slot, &k, &kl, &v, &vl);
+        if (!used || slot < pp->lo_slot || slot > pp->hi_slot) {
+            store_txn_abort(t);
+            return KEEL_ECORRUPT;
+        }
+        int rc = v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL);
+        if (rc) {
+            store_txn_abort(t);
+            return rc;
+        }
+        off += used;
+    }
+    int rc = store_txn_commit(t);
+    if (rc) return rc;
+    pp->end = pp->plo = pp->phi;
+    if ((rc = rep_persist(r, pp))) return rc; /* writes and syncs the batch first */
+    if (r->env.applied) r->env.applied(r->env.ctx, pp->p, pp->phi, bepoch, rep_hash(p, n));
+    return 0;
 }
 
 rep *rep_new(const rep_env *env, unsigned mutations) {
@@ -119,27 +162,39 @@ int rep_restore(rep *r) {
         int rc = store_meta_get(r->env.st, name, &v, &n);
         if (rc == KEEL_ENOTFOUND) continue; /* never replicated: position 0 */
         if (rc) return rc;
-        if (n < 18 || n != 18 + (size_t)(unsigned char)v[17] * 16 ||
-            (unsigned char)v[17] > REP_EC_MAX) {
+        size_t ecn = n >= 18 ? (size_t)(unsigned char)v[17] : 0, base = 18 + ecn * 16;
+        int flags = n >= 18 ? v[16] : 0;
+        if (n < 18 || ecn > REP_EC_MAX || n < base || ((flags & 2) ? n < base + 8 : n != base)) {
             free(v);
             keel_log(KEEL_LOG_ERROR, "rep_record_corrupt", "partition=%u len=%zu", p, n);
             return KEEL_ECORRUPT;
         }
         pp->plo = move_rd(v, 8);
         pp->phi = move_rd(v + 8, 8);
-        pp->copying = v[16] != 0;
-        pp->nec = (unsigned char)v[17];
+        pp->copying = flags & 1;
+        pp->nec = (int)ecn;
         for (int i = 0; i < pp->nec; i++) {
             pp->ec[i].epoch = move_rd(v + 18 + 16 * i, 8);
             pp->ec[i].start = move_rd(v + 26 + 16 * i, 8);
         }
-        free(v);
         if (pp->copying) { /* a copy was cut short: the data is no log prefix */
+            free(v);
             pp->plo = 0;
             pp->phi = UINT64_MAX;
             pp->nec = 0;
+            pp->end = 0;
+        } else if (flags & 2) { /* a follower's batch, perhaps not applied: again */
+            rc = restore_redo(r, pp, move_rd(v + base, 8), v + base + 8, n - base - 8);
+            free(v);
+            if (rc) return rc;
+        } else {
+            free(v);
+            /* A leader's record: hi = lo + 1 says a turn may have reached the
+             * data unsealed. Its log is taken to end at hi (a position no
+             * other replica holds): as a follower it truncates, as a leader
+             * its next epoch starts after it. */
+            pp->end = pp->phi;
         }
-        pp->end = pp->plo; /* positions plo+1..phi: perhaps held, perhaps not */
         pp->epoch = rep_ec_last(pp);
         if (r->env.forget) r->env.forget(r->env.ctx, p, pp->copying ? 0 : pp->phi);
     }

@@ -40,9 +40,15 @@
  * are absolute values, so a per-key undo of the tail is the refinement).
  *
  * Durability. A replica's "rep/<p>" metadata record holds [lo, hi, copying,
- * epoch cache]; it is written (synced) BEFORE the batch at hi is applied, so
- * after any crash the data holds every position <= lo and none > hi.
- * Re-applying positions lo+1..hi is harmless: records are absolute values.
+ * epoch cache, redo]; it is written (synced) BEFORE the batch at hi is
+ * applied, so after any crash the data holds every position <= lo and none
+ * > hi. A follower's record carries the batch at hi itself (the redo):
+ * rep_restore applies it again (records are absolute values: twice is
+ * once), so a follower's log ends exactly at hi. A leader's record says hi =
+ * lo + 1 (the next turn may reach the disk before its record): its log is
+ * taken to end at hi, a position no other replica holds, so it truncates
+ * when it follows again. A leader that steps down without a crash records
+ * its exact end (leader_demote).
  *
  * Threads: the thread that owns the environment.
  */

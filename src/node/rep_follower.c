@@ -10,8 +10,8 @@
  *   STREAMING --gap, link down--> SUBSCRIBING
  *
  * A batch is applied as: the rep/<p> record [lo = end, hi = pos, epoch
- * cache with (batch epoch, pos) if the batch opens a new epoch] written and
- * synced first, then the records in one txn committed into the turn (made
+ * cache with (batch epoch, pos) if the batch opens a new epoch, and the
+ * batch itself as a redo] written and synced first, then the records in one txn committed into the turn (made
  * durable by the turn's store_sync per --fsync), then the ACK of pos, which
  * the binding sends after that store_sync.
  */
@@ -159,7 +159,7 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
     }
     rep_ec_push(pp, bepoch, pos); /* no-op unless the batch opens a newer epoch */
     pp->plo = pp->end, pp->phi = pos;
-    int rc = rep_persist(r, pp); /* before the data: hi covers it */
+    int rc = rep_persist_redo(r, pp, bepoch, rec, rlen); /* before the data: a restart redoes it */
     if (rc) return rc;
     rc = apply(r, pp, rec, rlen, 0);
     if (rc == KEEL_EPROTO) {

@@ -3,7 +3,10 @@
  * rep_follower.c. Everything outside reaches it through rep_engine.h.
  *
  * The "rep/<p>" metadata record (big-endian):
- *   [lo u64][hi u64][copying u8][n u8] then n x [epoch u64][start u64]
+ *   [lo u64][hi u64][flags u8][n u8] then n x [epoch u64][start u64]
+ *   flags: 1 a full copy is under way; 2 the redo follows:
+ *   [batch epoch u64][the records of the batch at hi] (a follower writes it
+ *   before applying the batch; a restart applies it again)
  */
 #ifndef KEEL_REP_INT_H
 #define KEEL_REP_INT_H
@@ -83,7 +86,9 @@ static inline uint64_t rep_now(const rep *r) {
 }
 
 /* rep.c */
-int rep_persist(rep *r, rep_part *pp);   /* writes "rep/<p>": plo/phi/copying/ec */
+int rep_persist(rep *r, rep_part *pp); /* writes "rep/<p>": plo/phi/copying/ec */
+/* ... and the batch at phi (a follower, before applying it). */
+int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen);
 void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start);
 uint64_t rep_ec_last(const rep_part *pp); /* last epoch in the cache; 0 if none */
 uint64_t rep_hash(const char *p, size_t n);

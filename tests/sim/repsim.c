@@ -61,8 +61,8 @@ enum { K_MSG = 1, K_PEERDOWN, K_HB, K_MAP, K_ISR, K_TICK, K_HBT, K_CREQ, K_CREP,
 
 typedef struct cpart {
     int rep[RF]; /* node indexes, the first leader at the start */
-    int leader;
-    unsigned isr; /* bit per node index */
+    int leader, leader_inc; /* the leader and the incarnation it was made leader in */
+    unsigned isr;           /* bit per node index */
     uint64_t lepoch, pepoch;
     int failing;       /* no more lease grants to the leader; promote once it ran out */
     uint64_t grant_at; /* world us at which the last granted heartbeat arrived */
@@ -72,6 +72,8 @@ typedef struct cmap {
     cpart part[P];
     int inc[MAXN]; /* the incarnation the coordinator knows of each node */
 } cmap;
+/* A node acts on leadership only if the map gave it to its own incarnation
+ * (leader_inc): a map that made its previous life leader is not for it. */
 
 struct ev {
     uint64_t at, seq;
@@ -593,7 +595,7 @@ static void check_new_leader(sim *w, snode *n, unsigned p) {
 static void node_apply_map(sim *w, snode *n, const cmap *m) {
     for (unsigned p = 0; p < P; p++) {
         const cpart *c = &m->part[p];
-        if (c->leader == n->i && m->inc[n->i] != n->inc) continue; /* given to my previous life */
+        if (c->leader == n->i && c->leader_inc != n->inc) continue; /* given to my previous life */
         rep_config rc = {.leader_epoch = c->lepoch, .part_epoch = c->pepoch,
                          .leader = nid(w, c->leader), .min_insync = MIN_INSYNC};
         for (int k = 0; k < RF; k++) rc.replicas[rc.nreplicas++] = nid(w, c->rep[k]);
@@ -773,6 +775,7 @@ static void failover(sim *w, unsigned p) {
     trace(w, "coordinator: partition %u fails over %s -> %s, epoch %llu", p, nid(w, c->leader),
           nid(w, pick), (unsigned long long)c->lepoch + 1);
     c->leader = pick;
+    c->leader_inc = w->cm.inc[pick];
     c->lepoch++;
     c->pepoch++;
     c->failing = 0;
