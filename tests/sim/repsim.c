@@ -116,6 +116,7 @@ typedef struct snode {
     size_t npw, cappw;
     cmap view; /* the last map applied */
     uint64_t seen_epoch[P];
+    uint64_t served_epoch[P]; /* the last epoch it served p in (R2 checked) */
     shadow sh[P];
 } snode;
 
@@ -432,6 +433,7 @@ static int node_start(sim *w, snode *n) {
     n->up = 1;
     memset(&n->view, 0, sizeof n->view);
     memset(n->seen_epoch, 0, sizeof n->seen_epoch);
+    memset(n->served_epoch, 0, sizeof n->served_epoch);
     node_timer(w, n, K_TICK, ev_tick, REP_TICK_MS);
     node_timer(w, n, K_HBT, ev_hbt, 1);
     return 0;
@@ -574,7 +576,7 @@ static int popcount(unsigned v) {
     return __builtin_popcount(v);
 }
 
-/* R2 at promotion: every acknowledged write of p is on the new leader. */
+/* R2: every acknowledged write of p is in n's store. */
 static void check_new_leader(sim *w, snode *n, unsigned p) {
     for (size_t i = 0; i < w->nacks; i++) {
         acked *a = &w->acks[i];
@@ -612,10 +614,8 @@ static void node_apply_map(sim *w, snode *n, const cmap *m) {
             violation(w, "R5: %s's leader epoch of partition %u went down %llu -> %llu", n->id, p,
                       (unsigned long long)n->seen_epoch[p], (unsigned long long)now_e);
         n->seen_epoch[p] = now_e;
-        if (rep_role(n->rp, p) == REP_LEADER && (was != REP_LEADER || old != now_e)) {
+        if (rep_role(n->rp, p) == REP_LEADER && (was != REP_LEADER || old != now_e))
             trace(w, "%s leads partition %u in epoch %llu", n->id, p, (unsigned long long)now_e);
-            check_new_leader(w, n, p);
-        }
         if (c->pepoch >= n->view.part[p].pepoch) n->view.part[p] = *c;
     }
 }
@@ -993,12 +993,19 @@ static void ev_fault(sim *w, ev *e) {
 
 /* ---- Checks ------------------------------------------------------------------------------ */
 
+/* R1 and R2 (a leader serves only holding every acknowledged write: checked
+ * the first time it may serve in an epoch; a map that made it leader in an
+ * epoch already over, delivered late, gives it no lease and is no failover). */
 static void check_r1(sim *w) {
     for (unsigned p = 0; p < P; p++) {
         int who = -1;
         for (int i = 0; i < w->n; i++) {
             snode *n = &w->nodes[i];
             if (!n->up || n->paused_until > w->now) continue;
+            if (rep_read_check(n->rp, p) == REP_OK && n->served_epoch[p] != rep_epoch(n->rp, p)) {
+                n->served_epoch[p] = rep_epoch(n->rp, p);
+                check_new_leader(w, n, p);
+            }
             if (rep_write_check(n->rp, p) != REP_OK) continue;
             if (who >= 0) {
                 violation(w, "R1: %s (epoch %llu) and %s (epoch %llu) both accept writes for "

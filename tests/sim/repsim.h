@@ -22,7 +22,7 @@
  * when a write is acknowledged to a client:
  *   R4  at least min_insync replicas hold its position (with its contents)
  *       and so does every member of the coordinator's ISR;
- * when a node becomes leader:
+ * when a node may first serve a partition in a leader epoch (has a lease):
  *   R2  every acknowledged write of the partition is in its store;
  * on every read:
  *   R3  a read at a leader of an acknowledged key returns its value;
