@@ -20,7 +20,8 @@ const char *rep_u64(char *buf, uint64_t v) {
 
 uint64_t rep_hash(const char *p, size_t n) { /* FNV-1a */
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
     return h;
 }
 
@@ -313,8 +314,8 @@ static int m_diverged(msg *m) {
 }
 static int m_snap(msg *m) {
     if (!from_leader(m)) return 0;
-    return follower_on_snap(m->r, m->pp, m->n[2], m->n[3] != 0, m->n[4] != 0, m->argv[6],
-                            m->len[6], m->argv[7], m->len[7]);
+    return follower_on_snap(m->r, m->pp, m->n[2], m->n[3] != 0, m->n[4] != 0, m->argv[6], m->len[6],
+                            m->argv[7], m->len[7]);
 }
 static int m_append(msg *m) {
     if (!from_leader(m)) return 0;
@@ -328,9 +329,9 @@ static const struct {
     int argc, nints;
     int (*fn)(msg *m);
 } msgs[] = {
-    {"KEEL.REP.SUB", 7, 6, m_sub},         {"KEEL.REP.ACK", 4, 3, m_ack},
-    {"KEEL.REP.STREAM", 4, 3, m_stream},   {"KEEL.REP.DIVERGED", 4, 3, m_diverged},
-    {"KEEL.REP.SNAP", 8, 5, m_snap},       {"KEEL.REP.APPEND", 6, 4, m_append},
+    {"KEEL.REP.SUB", 7, 6, m_sub},       {"KEEL.REP.ACK", 4, 3, m_ack},
+    {"KEEL.REP.STREAM", 4, 3, m_stream}, {"KEEL.REP.DIVERGED", 4, 3, m_diverged},
+    {"KEEL.REP.SNAP", 8, 5, m_snap},     {"KEEL.REP.APPEND", 6, 4, m_append},
 };
 
 int rep_message(rep *r, const char *from, int argc, const char **argv, const size_t *len) {
@@ -340,8 +341,7 @@ int rep_message(rep *r, const char *from, int argc, const char **argv, const siz
         if (argc != msgs[i].argc) return KEEL_EPROTO;
         msg m = {.r = r, .from = from, .argc = argc, .argv = argv, .len = len};
         for (int k = 1; k <= msgs[i].nints; k++)
-            if (keel_parse_u64(argv[k], len[k], &m.n[k - 1]))
-                return KEEL_EPROTO;
+            if (keel_parse_u64(argv[k], len[k], &m.n[k - 1])) return KEEL_EPROTO;
         if (m.n[0] >= r->nparts) return KEEL_EPROTO;
         m.pp = &r->parts[m.n[0]];
         /* n[1] is the sender's leader epoch: only the current one counts. */

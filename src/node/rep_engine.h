@@ -60,8 +60,9 @@
 #include "node/rep_env.h"
 
 #define REP_RF_MAX 5
-#define REP_TICK_MS 20       /* the binding calls rep_tick this often */
-#define REP_LAG_MAX_MS 1000  /* replica_lag_max_ms: a follower not caught up for this long leaves the ISR */
+#define REP_TICK_MS 20 /* the binding calls rep_tick this often */
+#define REP_LAG_MAX_MS                                                                             \
+    1000 /* replica_lag_max_ms: a follower not caught up for this long leaves the ISR */
 #define REP_LEASE_MS 400     /* a lease lasts this long from the heartbeat that renewed it */
 #define REP_SUB_RETRY_MS 200 /* an unanswered SUB is sent again */
 #define REP_WINDOW 64        /* batches in flight to one follower */

@@ -11,9 +11,9 @@
  *
  * A batch is applied as: the rep/<p> record [lo = end, hi = pos, epoch
  * cache with (batch epoch, pos) if the batch opens a new epoch, and the
- * batch itself as a redo] written and synced first, then the records in one txn committed into the turn (made
- * durable by the turn's store_sync per --fsync), then the ACK of pos, which
- * the binding sends after that store_sync.
+ * batch itself as a redo] written and synced first, then the records in one txn committed into the
+ * turn (made durable by the turn's store_sync per --fsync), then the ACK of pos, which the binding
+ * sends after that store_sync.
  */
 #include "core/err.h"
 #include "core/log.h"
@@ -27,11 +27,13 @@
 static void sub(rep *r, rep_part *pp) {
     char a[24], ep[24], fe[24], lo[24], hi[24];
     uint64_t h = pp->phi > pp->end ? pp->phi : pp->end;
-    const char *argv[] = {"KEEL.REP.SUB",     rep_u64(a, pp->p),  rep_u64(ep, pp->epoch),
-                          rep_u64(fe, rep_ec_last(pp)), rep_u64(lo, pp->end), rep_u64(hi, h),
+    const char *argv[] = {"KEEL.REP.SUB",           rep_u64(a, pp->p),
+                          rep_u64(ep, pp->epoch),   rep_u64(fe, rep_ec_last(pp)),
+                          rep_u64(lo, pp->end),     rep_u64(hi, h),
                           pp->want_copy ? "1" : "0"};
     size_t len[7];
-    for (int i = 0; i < 7; i++) len[i] = strlen(argv[i]);
+    for (int i = 0; i < 7; i++)
+        len[i] = strlen(argv[i]);
     pp->fstate = F_SUBSCRIBING;
     pp->sub_us = rep_now(r);
     (void)rep_sendv(r, pp->leader, 7, argv, len); /* a loss: again on a tick */
@@ -42,7 +44,8 @@ static void ack(rep *r, rep_part *pp) {
     const char *argv[] = {"KEEL.REP.ACK", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
                           rep_u64(ps, pp->end)};
     size_t len[4];
-    for (int i = 0; i < 4; i++) len[i] = strlen(argv[i]);
+    for (int i = 0; i < 4; i++)
+        len[i] = strlen(argv[i]);
     (void)rep_sendv(r, pp->leader, 4, argv, len);
 }
 
@@ -70,7 +73,8 @@ int follower_on_diverged(rep *r, rep_part *pp, uint64_t e) {
     if (r->mutations & REP_MUT_NO_TRUNCATE) {
         /* Broken on purpose: claims to end at e and keeps its records past it. */
         pp->end = pp->plo = pp->phi = e;
-        while (pp->nec && pp->ec[pp->nec - 1].start > e) pp->nec--;
+        while (pp->nec && pp->ec[pp->nec - 1].start > e)
+            pp->nec--;
         int rc = rep_persist(r, pp);
         if (rc) return rc;
         sub(r, pp);

@@ -30,10 +30,10 @@ typedef struct rep_batch {
 /* The leader's view of one follower. */
 typedef struct rep_peer {
     char id[KEEL_ID_MAX + 1];
-    int streaming;      /* a SUB was answered: batches from next go out */
-    uint64_t acked;     /* durable position it acknowledged */
-    uint64_t next;      /* next position to send */
-    uint64_t caught_us; /* last time acked reached the leader's end */
+    int streaming;        /* a SUB was answered: batches from next go out */
+    uint64_t acked;       /* durable position it acknowledged */
+    uint64_t next;        /* next position to send */
+    uint64_t caught_us;   /* last time acked reached the leader's end */
     store_snapshot *snap; /* a full copy being sent (NULL: none) */
     char *cursor;
     size_t curlen;

@@ -63,7 +63,6 @@ static void peer_copy_end(rep *r, rep_peer *pe) {
     pe->curlen = 0;
 }
 
-
 int leader_start(rep *r, rep_part *pp, const rep_config *c) {
     uint64_t now = rep_now(r);
     pp->npeers = 0;
@@ -98,9 +97,11 @@ void leader_stop(rep *r, rep_part *pp) {
         keel_log(KEEL_LOG_ERROR, "rep_capture_stop_failed", "partition=%u", pp->p);
     pp->capture = -1;
     kbuf_close(&pp->pend);
-    for (size_t i = 0; i < pp->nlog; i++) free(pp->log[i].data);
+    for (size_t i = 0; i < pp->nlog; i++)
+        free(pp->log[i].data);
     pp->nlog = 0;
-    for (int i = 0; i < pp->npeers; i++) peer_copy_end(r, &pp->peers[i]);
+    for (int i = 0; i < pp->npeers; i++)
+        peer_copy_end(r, &pp->peers[i]);
     pp->npeers = 0;
     pp->lease_until = 0;
     pp->adding[0] = 0;
@@ -122,10 +123,15 @@ int leader_demote(rep *r, rep_part *pp) {
 
 static void propose(rep *r, rep_part *pp, const char *what, const char *id) {
     char a[24], b[24], c[24];
-    const char *argv[] = {"KEEL.REP.ISR", rep_u64(a, pp->p), rep_u64(b, pp->part_epoch),
-                          rep_u64(c, pp->epoch), what, id};
+    const char *argv[] = {"KEEL.REP.ISR",
+                          rep_u64(a, pp->p),
+                          rep_u64(b, pp->part_epoch),
+                          rep_u64(c, pp->epoch),
+                          what,
+                          id};
     size_t len[6];
-    for (int i = 0; i < 6; i++) len[i] = strlen(argv[i]);
+    for (int i = 0; i < 6; i++)
+        len[i] = strlen(argv[i]);
     r->st.isr_proposals++;
     pp->proposed_us = rep_now(r);
     r->env.report(r->env.ctx, 6, argv, len);
@@ -193,11 +199,17 @@ static int copy_some(rep *r, rep_part *pp, rep_peer *pe) {
                 if (kbuf_append(&cache, e, 16)) n = KEEL_ENOMEM;
             }
         char a[24], ep[24], ps[24];
-        const char *argv[] = {"KEEL.REP.SNAP", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
-                              rep_u64(ps, pe->snap_pos), pe->snap_first ? "1" : "0",
-                              next ? "0" : "1", cache.p ? cache.p : "", b.p ? b.p : ""};
+        const char *argv[] = {"KEEL.REP.SNAP",
+                              rep_u64(a, pp->p),
+                              rep_u64(ep, pp->epoch),
+                              rep_u64(ps, pe->snap_pos),
+                              pe->snap_first ? "1" : "0",
+                              next ? "0" : "1",
+                              cache.p ? cache.p : "",
+                              b.p ? b.p : ""};
         size_t len[8];
-        for (int i = 0; i < 6; i++) len[i] = strlen(argv[i]);
+        for (int i = 0; i < 6; i++)
+            len[i] = strlen(argv[i]);
         len[6] = cache.len, len[7] = b.len;
         (void)rep_sendv(r, pe->id, 8, argv, len); /* a loss breaks the link: it asks again */
         kbuf_close(&b);
@@ -254,10 +266,11 @@ static void send_more(rep *r, rep_part *pp, rep_peer *pe) {
             return;
         }
         char a[24], ep[24], be[24], ps[24];
-        const char *argv[] = {"KEEL.REP.APPEND", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
+        const char *argv[] = {"KEEL.REP.APPEND",     rep_u64(a, pp->p),   rep_u64(ep, pp->epoch),
                               rep_u64(be, b->epoch), rep_u64(ps, b->pos), b->data ? b->data : ""};
         size_t len[6];
-        for (int i = 0; i < 5; i++) len[i] = strlen(argv[i]);
+        for (int i = 0; i < 5; i++)
+            len[i] = strlen(argv[i]);
         len[5] = b->len;
         if (rep_sendv(r, pe->id, 6, argv, len)) {
             pe->streaming = 0;
@@ -280,7 +293,8 @@ static void log_trim(rep_part *pp) {
     if (pp->end >= REP_LOG_KEEP && keep_from < pp->end - REP_LOG_KEEP + 1)
         keep_from = pp->end - REP_LOG_KEEP + 1;
     size_t drop = 0;
-    while (drop < pp->nlog && pp->log[drop].pos < keep_from) free(pp->log[drop++].data);
+    while (drop < pp->nlog && pp->log[drop].pos < keep_from)
+        free(pp->log[drop++].data);
     if (drop) {
         memmove(pp->log, pp->log + drop, (pp->nlog - drop) * sizeof *pp->log);
         pp->nlog -= drop;
@@ -309,7 +323,8 @@ int leader_turn_end(rep *r, rep_part *pp) {
     kbuf_init(&pp->pend);
     pp->end = pos;
     if (r->env.applied) r->env.applied(r->env.ctx, pp->p, pos, b->epoch, rep_hash(b->data, b->len));
-    for (int i = 0; i < pp->npeers; i++) send_more(r, pp, &pp->peers[i]);
+    for (int i = 0; i < pp->npeers; i++)
+        send_more(r, pp, &pp->peers[i]);
     leader_commit(r, pp);
     log_trim(pp);
     return 0;
@@ -342,7 +357,8 @@ int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t fe, uint64_t 
         const char *argv[] = {"KEEL.REP.DIVERGED", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
                               rep_u64(en, e)};
         size_t len[4];
-        for (int i = 0; i < 4; i++) len[i] = strlen(argv[i]);
+        for (int i = 0; i < 4; i++)
+            len[i] = strlen(argv[i]);
         (void)rep_sendv(r, pe->id, 4, argv, len);
         return 0;
     }
@@ -358,7 +374,8 @@ int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t fe, uint64_t 
     const char *argv[] = {"KEEL.REP.STREAM", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
                           rep_u64(fp, from_pos)};
     size_t len[4];
-    for (int i = 0; i < 4; i++) len[i] = strlen(argv[i]);
+    for (int i = 0; i < 4; i++)
+        len[i] = strlen(argv[i]);
     if (rep_sendv(r, pe->id, 4, argv, len)) {
         pe->streaming = 0;
         return 0;

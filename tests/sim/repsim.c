@@ -35,13 +35,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define P 8           /* partitions */
-#define MAXN 5        /* nodes */
+#define P 8    /* partitions */
+#define MAXN 5 /* nodes */
 #define RF 3
 #define MIN_INSYNC 2
 #define CLIENTS 6
-#define PRELOAD 400   /* keys on every replica before the run (position 0) */
-#define HB_MS 50      /* node -> coordinator heartbeats */
+#define PRELOAD 400 /* keys on every replica before the run (position 0) */
+#define HB_MS 50    /* node -> coordinator heartbeats */
 #define SUSPECT_MS 300
 #define CTICK_MS 20
 #define MAP_PUSH_MS 500
@@ -56,11 +56,25 @@ typedef struct sim sim;
 typedef struct ev ev;
 typedef void (*ev_fn)(sim *w, ev *e);
 
-enum { K_MSG = 1, K_PEERDOWN, K_HB, K_MAP, K_ISR, K_TICK, K_HBT, K_CREQ, K_CREP, K_CTIMEOUT,
-       K_CNEXT, K_CTICK, K_FAULT, K_RESTART };
+enum {
+    K_MSG = 1,
+    K_PEERDOWN,
+    K_HB,
+    K_MAP,
+    K_ISR,
+    K_TICK,
+    K_HBT,
+    K_CREQ,
+    K_CREP,
+    K_CTIMEOUT,
+    K_CNEXT,
+    K_CTICK,
+    K_FAULT,
+    K_RESTART
+};
 
 typedef struct cpart {
-    int rep[RF]; /* node indexes, the first leader at the start */
+    int rep[RF];            /* node indexes, the first leader at the start */
     int leader, leader_inc; /* the leader and the incarnation it was made leader in */
     unsigned isr;           /* bit per node index */
     uint64_t lepoch, pepoch;
@@ -243,7 +257,8 @@ static ev *ev_new(sim *w, int kind, uint64_t at, int node, ev_fn fn) {
 }
 
 static void ev_free(ev *e) {
-    for (int i = 0; i < e->argc; i++) free(e->argv[i]);
+    for (int i = 0; i < e->argc; i++)
+        free(e->argv[i]);
     free(e->argv);
     free(e->len);
     free(e->map);
@@ -291,7 +306,8 @@ static void send_from(snode *n, ev *e) {
 static void sh_grow(shadow *s, uint64_t pos) {
     if (pos < s->cap) return;
     size_t cap = s->cap ? s->cap : 256;
-    while (cap <= pos) cap *= 2;
+    while (cap <= pos)
+        cap *= 2;
     s->hash = realloc(s->hash, cap * sizeof *s->hash);
     s->epoch = realloc(s->epoch, cap * sizeof *s->epoch);
     if (!s->hash || !s->epoch) abort();
@@ -311,9 +327,11 @@ static void n_applied(void *ctx, unsigned p, uint64_t pos, uint64_t epoch, uint6
     hash |= 1; /* 0 marks "not held" */
     sh_grow(s, pos + 1);
     if (s->hash[pos] && s->hash[pos] != hash)
-        violation(w, "R5: %s applied position %llu of partition %u twice with different "
-                  "contents (epochs %llu, %llu)", n->id, (unsigned long long)pos, p,
-                  (unsigned long long)s->epoch[pos], (unsigned long long)epoch);
+        violation(w,
+                  "R5: %s applied position %llu of partition %u twice with different "
+                  "contents (epochs %llu, %llu)",
+                  n->id, (unsigned long long)pos, p, (unsigned long long)s->epoch[pos],
+                  (unsigned long long)epoch);
     if (pos > 0 && pos - 1 < s->cap && s->hash[pos - 1] && s->epoch[pos - 1] > epoch)
         violation(w, "R5: leader epoch goes down along %s's log of partition %u at %llu", n->id, p,
                   (unsigned long long)pos);
@@ -324,7 +342,8 @@ static void n_applied(void *ctx, unsigned p, uint64_t pos, uint64_t epoch, uint6
 static void n_forget(void *ctx, unsigned p, uint64_t pos) {
     snode *n = ctx;
     shadow *s = &n->sh[p];
-    for (uint64_t i = pos + 1; i < s->cap; i++) s->hash[i] = s->epoch[i] = 0;
+    for (uint64_t i = pos + 1; i < s->cap; i++)
+        s->hash[i] = s->epoch[i] = 0;
     if (s->base > pos) s->base = pos;
 }
 
@@ -417,9 +436,16 @@ static int node_start(sim *w, snode *n) {
         snprintf(w->r->what, sizeof w->r->what, "store_open %s: %s", n->dir, err);
         return -1;
     }
-    rep_env env = {.ctx = n, .st = n->st, .self_id = n->id, .partitions = P,
-                   .now_us = n_now_us, .send = n_send, .report = n_report,
-                   .committed = n_committed, .applied = n_applied, .forget = n_forget,
+    rep_env env = {.ctx = n,
+                   .st = n->st,
+                   .self_id = n->id,
+                   .partitions = P,
+                   .now_us = n_now_us,
+                   .send = n_send,
+                   .report = n_report,
+                   .committed = n_committed,
+                   .applied = n_applied,
+                   .forget = n_forget,
                    .base = n_base};
     n->rp = rep_new(&env, w->o.node_mutations);
     if (!n->rp) {
@@ -454,7 +480,8 @@ static void conn_break(sim *w, int i, int j) {
 static void node_crash(sim *w, snode *n, const char *why) {
     if (!n->up) return;
     trace(w, "%s CRASH (%s)", n->id, why);
-    for (size_t i = 0; i < n->nout; i++) ev_free(n->out[i]); /* never left */
+    for (size_t i = 0; i < n->nout; i++)
+        ev_free(n->out[i]); /* never left */
     n->nout = 0;
     n->npw = 0;
     rep_stats s;
@@ -598,9 +625,12 @@ static void node_apply_map(sim *w, snode *n, const cmap *m) {
     for (unsigned p = 0; p < P; p++) {
         const cpart *c = &m->part[p];
         if (c->leader == n->i && c->leader_inc != n->inc) continue; /* given to my previous life */
-        rep_config rc = {.leader_epoch = c->lepoch, .part_epoch = c->pepoch,
-                         .leader = nid(w, c->leader), .min_insync = MIN_INSYNC};
-        for (int k = 0; k < RF; k++) rc.replicas[rc.nreplicas++] = nid(w, c->rep[k]);
+        rep_config rc = {.leader_epoch = c->lepoch,
+                         .part_epoch = c->pepoch,
+                         .leader = nid(w, c->leader),
+                         .min_insync = MIN_INSYNC};
+        for (int k = 0; k < RF; k++)
+            rc.replicas[rc.nreplicas++] = nid(w, c->rep[k]);
         for (int k = 0; k < w->n; k++)
             if (c->isr & (1u << k)) rc.isr[rc.nisr++] = nid(w, k);
         int was = rep_role(n->rp, p);
@@ -684,7 +714,8 @@ static void push_map(sim *w, int i, unsigned grants, uint64_t sent_us) {
 }
 
 static void push_all(sim *w) {
-    for (int i = 0; i < w->n; i++) push_map(w, i, 0, 0);
+    for (int i = 0; i < w->n; i++)
+        push_map(w, i, 0, 0);
     w->last_push = w->now;
 }
 
@@ -698,7 +729,7 @@ static void ev_hb(sim *w, ev *e) {
     snode *n = &w->nodes[i];
     if (n->cut_until > w->now) return;
     int changed = 0;
-    if (e->b != w->cm.inc[i]) { /* a new incarnation: out of every ISR it was in */
+    if (e->b != w->cm.inc[i]) {          /* a new incarnation: out of every ISR it was in */
         if (e->b < w->cm.inc[i]) return; /* a heartbeat of an older life, late */
         w->cm.inc[i] = e->b;
         for (unsigned p = 0; p < P; p++) {
@@ -737,7 +768,8 @@ static void ev_isr(sim *w, ev *e) {
     int id = node_by_id(w, e->s2);
     if (c->pepoch != e->u2 || c->lepoch != e->u3 || c->leader != i || id < 0 || id == i) return;
     int member = 0;
-    for (int k = 0; k < RF; k++) member |= c->rep[k] == id;
+    for (int k = 0; k < RF; k++)
+        member |= c->rep[k] == id;
     if (!member) return;
     if (!strcmp(e->s1, "shrink") && (c->isr & (1u << id))) {
         c->isr &= ~(1u << id);
@@ -910,9 +942,10 @@ static void ev_crep(sim *w, ev *e) {
                 int h = sh_holds(&w->nodes[j].sh[c->p], pos, hash);
                 holders += h;
                 if (!h && (cp->isr & (1u << j)))
-                    violation(w, "R4: %s acknowledged at position %llu of partition %u, which "
-                              "ISR member %s does not hold", c->key, (unsigned long long)pos, c->p,
-                              nid(w, j));
+                    violation(w,
+                              "R4: %s acknowledged at position %llu of partition %u, which "
+                              "ISR member %s does not hold",
+                              c->key, (unsigned long long)pos, c->p, nid(w, j));
             }
             if (holders < MIN_INSYNC)
                 violation(w, "R4: %s acknowledged with %d cop%s of position %llu (min_insync %d)",
@@ -1008,10 +1041,11 @@ static void check_r1(sim *w) {
             }
             if (rep_write_check(n->rp, p) != REP_OK) continue;
             if (who >= 0) {
-                violation(w, "R1: %s (epoch %llu) and %s (epoch %llu) both accept writes for "
-                          "partition %u", w->nodes[who].id,
-                          (unsigned long long)rep_epoch(w->nodes[who].rp, p), n->id,
-                          (unsigned long long)rep_epoch(n->rp, p), p);
+                violation(w,
+                          "R1: %s (epoch %llu) and %s (epoch %llu) both accept writes for "
+                          "partition %u",
+                          w->nodes[who].id, (unsigned long long)rep_epoch(w->nodes[who].rp, p),
+                          n->id, (unsigned long long)rep_epoch(n->rp, p), p);
                 return;
             }
             who = i;
@@ -1043,9 +1077,10 @@ static void check_end(sim *w) {
                 return;
             }
             if (x != lx || k != lk)
-                violation(w, "L: ISR member %s of partition %u differs from leader %s (%llu vs "
-                          "%llu keys)", f->id, p, l->id, (unsigned long long)k,
-                          (unsigned long long)lk);
+                violation(w,
+                          "L: ISR member %s of partition %u differs from leader %s (%llu vs "
+                          "%llu keys)",
+                          f->id, p, l->id, (unsigned long long)k, (unsigned long long)lk);
         }
         check_new_leader(w, l, p); /* every acknowledged key, on its leader */
     }
@@ -1110,7 +1145,8 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
     int rc = 0;
     for (unsigned p = 0; p < P; p++) {
         cpart *c = &w->cm.part[p];
-        for (int k = 0; k < RF; k++) c->rep[k] = (int)((p + (unsigned)k) % (unsigned)w->n);
+        for (int k = 0; k < RF; k++)
+            c->rep[k] = (int)((p + (unsigned)k) % (unsigned)w->n);
         c->leader = c->rep[0];
         c->isr = (1u << c->rep[0]) | (1u << c->rep[1]) | (1u << c->rep[2]);
         c->lepoch = c->pepoch = 1;
@@ -1140,7 +1176,8 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
     for (int c = 0; c < CLIENTS; c++) {
         sclient *cl = &w->clients[c];
         cl->id = c;
-        for (unsigned p = 0; p < P; p++) cl->owner[p] = -1;
+        for (unsigned p = 0; p < P; p++)
+            cl->owner[p] = -1;
         client_next(w, cl, rnd_in(w, 0, 20000));
     }
     schedule(w, ev_new(w, K_CTICK, CTICK_MS * 1000ull, -1, ev_ctick));
@@ -1198,7 +1235,8 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
 done:
     for (int i = 0; i < w->n; i++) {
         snode *n = &w->nodes[i];
-        for (size_t k = 0; k < n->nout; k++) ev_free(n->out[k]);
+        for (size_t k = 0; k < n->nout; k++)
+            ev_free(n->out[k]);
         free(n->out);
         free(n->pw);
         rep_free(n->rp);
@@ -1208,7 +1246,8 @@ done:
             free(n->sh[p].epoch);
         }
     }
-    while (w->nheap) ev_free(heap_pop(w));
+    while (w->nheap)
+        ev_free(heap_pop(w));
     free(w->heap);
     free(w->acks);
     free(w);

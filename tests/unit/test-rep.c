@@ -83,8 +83,14 @@ static void open_node(int i) {
     so.write_buffer_bytes = 1u << 20;
     char err[200];
     assert_int_equal(store_open(n->dir, &so, &n->st, err, sizeof err), 0);
-    rep_env env = {.ctx = n, .st = n->st, .self_id = n->id, .partitions = NP, .now_us = t_now,
-                   .send = t_send, .report = t_report, .committed = t_committed};
+    rep_env env = {.ctx = n,
+                   .st = n->st,
+                   .self_id = n->id,
+                   .partitions = NP,
+                   .now_us = t_now,
+                   .send = t_send,
+                   .report = t_report,
+                   .committed = t_committed};
     n->rp = rep_new(&env, 0);
     assert_non_null(n->rp);
     assert_int_equal(rep_restore(n->rp), 0);
@@ -99,8 +105,8 @@ static void close_node(int i) {
 
 /* Partition p led by `leader` in epoch e, ISR isr (bits). */
 static void configure(int i, unsigned p, uint64_t e, uint64_t pe, int leader, unsigned isr) {
-    rep_config c = {.leader_epoch = e, .part_epoch = pe, .leader = nodes[leader].id,
-                    .min_insync = 2};
+    rep_config c = {
+        .leader_epoch = e, .part_epoch = pe, .leader = nodes[leader].id, .min_insync = 2};
     for (int k = 0; k < 3; k++) {
         c.replicas[c.nreplicas++] = nodes[k].id;
         if (isr & (1u << k)) c.isr[c.nisr++] = nodes[k].id;
@@ -124,7 +130,8 @@ static void pump(int skip) {
             assert_int_equal(rc, 0);
             turn_end(m->to);
         }
-        for (int a = 0; a < m->argc; a++) free(m->argv[a]);
+        for (int a = 0; a < m->argc; a++)
+            free(m->argv[a]);
     }
     nq = 0;
 }
@@ -169,7 +176,8 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     pump(-2); /* frees what is left */
-    for (int i = 0; i < 3; i++) close_node(i);
+    for (int i = 0; i < 3; i++)
+        close_node(i);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
@@ -205,8 +213,13 @@ static void test_bad_record(void **state) {
     assert_int_equal(store_meta_put(st, "rep/2", "short", 5), 0);
     store_free(st);
     assert_int_equal(store_open(nodes[1].dir, &so, &nodes[1].st, err, sizeof err), 0);
-    rep_env env = {.ctx = &nodes[1], .st = nodes[1].st, .self_id = "n1", .partitions = NP,
-                   .now_us = t_now, .send = t_send, .report = t_report,
+    rep_env env = {.ctx = &nodes[1],
+                   .st = nodes[1].st,
+                   .self_id = "n1",
+                   .partitions = NP,
+                   .now_us = t_now,
+                   .send = t_send,
+                   .report = t_report,
                    .committed = t_committed};
     nodes[1].rp = rep_new(&env, 0);
     assert_int_equal(rep_restore(nodes[1].rp), KEEL_ECORRUPT);
@@ -216,15 +229,16 @@ static void test_bad_record(void **state) {
 
 static void test_checks(void **state) {
     (void)state;
-    for (int i = 0; i < 3; i++) configure(i, 0, 1, 1, 0, 1u); /* ISR {n0} only */
+    for (int i = 0; i < 3; i++)
+        configure(i, 0, 1, 1, 0, 1u); /* ISR {n0} only */
     assert_int_equal(rep_write_check(nodes[1].rp, 0), REP_ENOTLEADER);
     assert_int_equal(rep_write_check(nodes[0].rp, 0), REP_ENOLEASE); /* no heartbeat yet */
     assert_int_equal(rep_read_check(nodes[0].rp, 0), REP_ENOLEASE);
     rep_lease(nodes[0].rp, 0, 1, nodes[0].now);
     assert_int_equal(rep_read_check(nodes[0].rp, 0), REP_OK);
     assert_int_equal(rep_write_check(nodes[0].rp, 0), REP_ENOREPLICAS); /* |ISR| 1 < 2 */
-    rep_lease(nodes[0].rp, 0, 2, nodes[0].now + 10000000); /* another epoch: ignored */
-    nodes[0].now += REP_LEASE_MS * 1000ull;                 /* the lease ran out */
+    rep_lease(nodes[0].rp, 0, 2, nodes[0].now + 10000000);              /* another epoch: ignored */
+    nodes[0].now += REP_LEASE_MS * 1000ull;                             /* the lease ran out */
     assert_int_equal(rep_read_check(nodes[0].rp, 0), REP_ENOLEASE);
 }
 
@@ -232,7 +246,8 @@ static void test_commit(void **state) {
     (void)state;
     const char *k = "alpha";
     unsigned p = part_of(k);
-    for (int i = 0; i < 3; i++) configure(i, p, 1, 1, 0, 7u);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 7u);
     pump(-1); /* SUB, STREAM, ACK */
     rep_lease(nodes[0].rp, p, 1, nodes[0].now);
     assert_int_equal(rep_write_check(nodes[0].rp, p), REP_OK);
@@ -254,7 +269,8 @@ static void test_restart(void **state) {
     (void)state;
     const char *k = "alpha";
     unsigned p = part_of(k);
-    for (int i = 0; i < 3; i++) configure(i, p, 1, 1, 0, 7u);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 7u);
     pump(-1);
     put(0, k, "v1");
     turn_end(0);

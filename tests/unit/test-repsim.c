@@ -82,8 +82,8 @@ static void test_ci_seeds(void **state) {
            "%u failovers, ISR %u shrinks / %u expands, %u full copies, %u truncations, "
            "%u NOREPLICAS, %.0f s simulated\n",
            n, dt, n / dt * 60, (unsigned long long)events, (unsigned long long)acked,
-           (unsigned long long)reads, (unsigned long long)faults, crashes, cuts, pauses,
-           failovers, shrinks, expands, copies, truncs, norep, sim_ms / 1e3);
+           (unsigned long long)reads, (unsigned long long)faults, crashes, cuts, pauses, failovers,
+           shrinks, expands, copies, truncs, norep, sim_ms / 1e3);
 }
 
 static void test_replay(void **state) {
