@@ -76,6 +76,7 @@ static void test_ci_seeds(void **state) {
     if (n >= 10) { /* the protocol really fails over and changes the ISR under these faults */
         assert_true(failovers > 0);
         assert_true(shrinks > 0 && expands > 0);
+        assert_true(copies > 0 && truncs > 0); /* catch-up by copy, truncation */
     }
     printf("repsim: %u seeds in %.1f s wall (%.0f seeds/min): %llu events, %llu writes acked, "
            "%llu reads checked, %llu faults (%u crashes, %u coordinator cuts, %u pauses), "
