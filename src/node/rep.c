@@ -1,0 +1,377 @@
+/* rep.c - the replication engine object (rep_engine.h): partitions, the
+ * map's configuration, the persisted log record, and the dispatch of
+ * KEEL.REP.* messages to the leader (rep_leader.c) and the follower
+ * (rep_follower.c). Every effect goes through rep_env.h.
+ */
+#include "core/err.h"
+#include "core/log.h"
+#include "core/num.h"
+#include "node/move_wire.h"
+#include "node/rep_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *rep_u64(char *buf, uint64_t v) {
+    snprintf(buf, 24, "%llu", (unsigned long long)v);
+    return buf;
+}
+
+uint64_t rep_hash(const char *p, size_t n) { /* FNV-1a */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int rep_sendv(rep *r, const char *peer, int argc, const char **argv, const size_t *len) {
+    return r->env.send(r->env.ctx, peer, argc, argv, len);
+}
+
+void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start) {
+    if (pp->nec && pp->ec[pp->nec - 1].epoch >= epoch) return;
+    if (pp->nec == REP_EC_MAX) { /* the oldest goes: a follower that old is copied */
+        memmove(pp->ec, pp->ec + 1, (REP_EC_MAX - 1) * sizeof *pp->ec);
+        pp->nec--;
+    }
+    pp->ec[pp->nec].epoch = epoch;
+    pp->ec[pp->nec].start = start;
+    pp->nec++;
+}
+
+uint64_t rep_ec_last(const rep_part *pp) {
+    return pp->nec ? pp->ec[pp->nec - 1].epoch : 0;
+}
+
+void rep_set_isr(rep_part *pp, const rep_config *c) {
+    pp->nisr = 0;
+    for (int i = 0; i < c->nisr && i < REP_RF_MAX; i++)
+        snprintf(pp->isr[pp->nisr++], KEEL_ID_MAX + 1, "%s", c->isr[i]);
+}
+
+int rep_in_isr(const rep_part *pp, const char *id) {
+    for (int i = 0; i < pp->nisr; i++)
+        if (strcmp(pp->isr[i], id) == 0) return 1;
+    return 0;
+}
+
+static void meta_name(char *b, size_t cap, unsigned p) {
+    snprintf(b, cap, "rep/%u", p);
+}
+
+int rep_persist(rep *r, rep_part *pp) {
+    return rep_persist_redo(r, pp, 0, NULL, 0);
+}
+
+int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen) {
+    size_t n = 18 + (size_t)pp->nec * 16, total = n + (redo ? 8 + rlen : 0);
+    char stackb[18 + REP_EC_MAX * 16 + 8 + 512];
+    char *b = total <= sizeof stackb ? stackb : malloc(total);
+    if (!b) return KEEL_ENOMEM;
+    move_be64(b, pp->plo);
+    move_be64(b + 8, pp->phi);
+    b[16] = (char)((pp->copying ? 1 : 0) | (redo ? 2 : 0));
+    b[17] = (char)pp->nec;
+    for (int i = 0; i < pp->nec; i++) {
+        move_be64(b + 18 + 16 * i, pp->ec[i].epoch);
+        move_be64(b + 26 + 16 * i, pp->ec[i].start);
+    }
+    if (redo) {
+        move_be64(b + n, bepoch);
+        if (rlen) memcpy(b + n + 8, redo, rlen);
+    }
+    char name[32];
+    meta_name(name, sizeof name, pp->p);
+    int rc = store_meta_put(r->env.st, name, b, total);
+    if (b != stackb) free(b);
+    return rc;
+}
+
+/* A follower's record holds the batch it was about to apply (the redo):
+ * applies it again, so the log ends exactly at hi. Records are absolute
+ * values: applying them twice is applying them once. */
+static int restore_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *p, size_t n) {
+    store_txn *t = store_txn_begin(r->env.st);
+    size_t off = 0;
+    while (off < n) {
+        unsigned slot;
+        const char *k, *v;
+        size_t kl, vl;
+        size_t used = move_get_record(p + off, n - off, &slot, &k, &kl, &v, &vl);
+        if (!used || slot < pp->lo_slot || slot > pp->hi_slot) {
+            store_txn_abort(t);
+            return KEEL_ECORRUPT;
+        }
+        int rc = v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL);
+        if (rc) {
+            store_txn_abort(t);
+            return rc;
+        }
+        off += used;
+    }
+    int rc = store_txn_commit(t);
+    if (rc) return rc;
+    pp->end = pp->plo = pp->phi;
+    if ((rc = rep_persist(r, pp))) return rc; /* writes and syncs the batch first */
+    if (r->env.applied) r->env.applied(r->env.ctx, pp->p, pp->phi, bepoch, rep_hash(p, n));
+    return 0;
+}
+
+rep *rep_new(const rep_env *env, unsigned mutations) {
+    if (!env || !env->partitions || 16384 % env->partitions) return NULL;
+    rep *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->env = *env;
+    r->mutations = mutations;
+    r->nparts = env->partitions;
+    r->parts = calloc(r->nparts, sizeof *r->parts);
+    if (!r->parts) {
+        free(r);
+        return NULL;
+    }
+    unsigned per = 16384u / r->nparts;
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        pp->p = p;
+        pp->lo_slot = p * per;
+        pp->hi_slot = pp->lo_slot + per - 1;
+        pp->capture = -1;
+        kbuf_init(&pp->pend);
+    }
+    return r;
+}
+
+void rep_free(rep *r) {
+    if (!r) return;
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        if (pp->role == REP_LEADER) leader_stop(r, pp);
+        kbuf_close(&pp->pend);
+        free(pp->log);
+    }
+    free(r->parts);
+    free(r);
+}
+
+int rep_restore(rep *r) {
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        char name[32], *v = NULL;
+        size_t n = 0;
+        meta_name(name, sizeof name, p);
+        int rc = store_meta_get(r->env.st, name, &v, &n);
+        if (rc == KEEL_ENOTFOUND) continue; /* never replicated: position 0 */
+        if (rc) return rc;
+        size_t ecn = n >= 18 ? (size_t)(unsigned char)v[17] : 0, base = 18 + ecn * 16;
+        int flags = n >= 18 ? v[16] : 0;
+        if (n < 18 || ecn > REP_EC_MAX || n < base || ((flags & 2) ? n < base + 8 : n != base)) {
+            free(v);
+            keel_log(KEEL_LOG_ERROR, "rep_record_corrupt", "partition=%u len=%zu", p, n);
+            return KEEL_ECORRUPT;
+        }
+        pp->plo = move_rd(v, 8);
+        pp->phi = move_rd(v + 8, 8);
+        pp->copying = flags & 1;
+        pp->nec = (int)ecn;
+        for (int i = 0; i < pp->nec; i++) {
+            pp->ec[i].epoch = move_rd(v + 18 + 16 * i, 8);
+            pp->ec[i].start = move_rd(v + 26 + 16 * i, 8);
+        }
+        if (pp->copying) { /* a copy was cut short: the data is no log prefix */
+            free(v);
+            pp->plo = 0;
+            pp->phi = UINT64_MAX;
+            pp->nec = 0;
+            pp->end = 0;
+        } else if (flags & 2) { /* a follower's batch, perhaps not applied: again */
+            rc = restore_redo(r, pp, move_rd(v + base, 8), v + base + 8, n - base - 8);
+            free(v);
+            if (rc) return rc;
+        } else {
+            free(v);
+            /* A leader's record: hi = lo + 1 says a turn may have reached the
+             * data unsealed. Its log is taken to end at hi (a position no
+             * other replica holds): as a follower it truncates, as a leader
+             * its next epoch starts after it. */
+            pp->end = pp->phi;
+        }
+        pp->epoch = rep_ec_last(pp);
+        if (r->env.forget) r->env.forget(r->env.ctx, p, pp->copying ? 0 : pp->phi);
+    }
+    return 0;
+}
+
+static int is_self(const rep *r, const char *id) {
+    return id && strcmp(id, r->env.self_id) == 0;
+}
+
+int rep_configure(rep *r, unsigned p, const rep_config *c) {
+    if (p >= r->nparts || !c) return KEEL_EINVAL;
+    rep_part *pp = &r->parts[p];
+    if (c->leader_epoch < pp->epoch) return 0;
+    if (c->leader_epoch == pp->epoch && c->part_epoch <= pp->part_epoch && pp->role != REP_NONE)
+        return 0;
+    int role = REP_NONE;
+    if (is_self(r, c->leader))
+        role = REP_LEADER;
+    else
+        for (int i = 0; i < c->nreplicas; i++)
+            if (is_self(r, c->replicas[i])) role = REP_FOLLOWER;
+    int same = c->leader_epoch == pp->epoch && role == pp->role &&
+               strcmp(pp->leader, c->leader ? c->leader : "") == 0;
+    pp->part_epoch = c->part_epoch;
+    pp->min_insync = c->min_insync;
+    rep_set_isr(pp, c);
+    if (same) {
+        if (role == REP_LEADER) leader_update(r, pp, c);
+        return 0;
+    }
+    if (pp->role == REP_LEADER) {
+        int rc = leader_demote(r, pp);
+        if (rc) return rc;
+    }
+    pp->role = role;
+    pp->epoch = c->leader_epoch;
+    snprintf(pp->leader, sizeof pp->leader, "%s", c->leader ? c->leader : "");
+    pp->fstate = F_IDLE;
+    if (role == REP_LEADER) return leader_start(r, pp, c);
+    if (role == REP_FOLLOWER) follower_start(r, pp);
+    return 0;
+}
+
+int rep_write_check(rep *r, unsigned p) {
+    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return REP_ENOTLEADER;
+    return leader_can_write(r, &r->parts[p]);
+}
+
+int rep_read_check(rep *r, unsigned p) {
+    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return REP_ENOTLEADER;
+    return leader_can_read(r, &r->parts[p]);
+}
+
+void rep_lease(rep *r, unsigned p, uint64_t leader_epoch, uint64_t sent_us) {
+    if (p >= r->nparts) return;
+    rep_part *pp = &r->parts[p];
+    if (pp->role != REP_LEADER || pp->epoch != leader_epoch) return;
+    uint64_t until = sent_us + REP_LEASE_MS * 1000ull;
+    if (until > pp->lease_until) pp->lease_until = until;
+}
+
+int rep_turn_end(rep *r) {
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        if (pp->role == REP_LEADER && pp->pend.len) {
+            int rc = leader_turn_end(r, pp);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+uint64_t rep_end(const rep *r, unsigned p) {
+    return p < r->nparts ? r->parts[p].end : 0;
+}
+uint64_t rep_committed(const rep *r, unsigned p) {
+    return p < r->nparts ? r->parts[p].committed : 0;
+}
+uint64_t rep_epoch(const rep *r, unsigned p) {
+    return p < r->nparts ? r->parts[p].epoch : 0;
+}
+int rep_role(const rep *r, unsigned p) {
+    return p < r->nparts ? r->parts[p].role : REP_NONE;
+}
+
+/* ---- Messages ---------------------------------------------------------------- */
+
+typedef struct msg {
+    rep *r;
+    rep_part *pp;
+    const char *from;
+    int argc;
+    const char **argv;
+    const size_t *len;
+    uint64_t n[6]; /* argv[1..] parsed as integers where the table says so */
+} msg;
+
+static int m_sub(msg *m) {
+    if (m->pp->role != REP_LEADER) return 0; /* a stale follower; the map will tell it */
+    return leader_on_sub(m->r, m->pp, m->from, m->n[2], m->n[3], m->n[4], m->n[5] != 0);
+}
+static int m_ack(msg *m) {
+    if (m->pp->role == REP_LEADER) leader_on_ack(m->r, m->pp, m->from, m->n[2]);
+    return 0;
+}
+/* Leader -> follower messages count only from the leader this node follows. */
+static int from_leader(msg *m) {
+    return m->pp->role == REP_FOLLOWER && strcmp(m->pp->leader, m->from) == 0;
+}
+static int m_stream(msg *m) {
+    return from_leader(m) ? follower_on_stream(m->r, m->pp, m->n[2]) : 0;
+}
+static int m_diverged(msg *m) {
+    return from_leader(m) ? follower_on_diverged(m->r, m->pp, m->n[2]) : 0;
+}
+static int m_snap(msg *m) {
+    if (!from_leader(m)) return 0;
+    return follower_on_snap(m->r, m->pp, m->n[2], m->n[3] != 0, m->n[4] != 0, m->argv[6], m->len[6],
+                            m->argv[7], m->len[7]);
+}
+static int m_append(msg *m) {
+    if (!from_leader(m)) return 0;
+    return follower_on_append(m->r, m->pp, m->n[2], m->n[3], m->argv[5], m->len[5]);
+}
+
+/* name, argument count, how many leading arguments (after the name) are
+ * integers, handler. Every message carries p and the leader epoch first. */
+static const struct {
+    const char *name;
+    int argc, nints;
+    int (*fn)(msg *m);
+} msgs[] = {
+    {"KEEL.REP.SUB", 7, 6, m_sub},       {"KEEL.REP.ACK", 4, 3, m_ack},
+    {"KEEL.REP.STREAM", 4, 3, m_stream}, {"KEEL.REP.DIVERGED", 4, 3, m_diverged},
+    {"KEEL.REP.SNAP", 8, 5, m_snap},     {"KEEL.REP.APPEND", 6, 4, m_append},
+};
+
+int rep_message(rep *r, const char *from, int argc, const char **argv, const size_t *len) {
+    if (argc < 1 || !from) return KEEL_EPROTO;
+    for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {
+        if (strlen(msgs[i].name) != len[0] || memcmp(msgs[i].name, argv[0], len[0])) continue;
+        if (argc != msgs[i].argc) return KEEL_EPROTO;
+        msg m = {.r = r, .from = from, .argc = argc, .argv = argv, .len = len};
+        for (int k = 1; k <= msgs[i].nints; k++)
+            if (keel_parse_u64(argv[k], len[k], &m.n[k - 1])) return KEEL_EPROTO;
+        if (m.n[0] >= r->nparts) return KEEL_EPROTO;
+        m.pp = &r->parts[m.n[0]];
+        /* n[1] is the sender's leader epoch: only the current one counts. */
+        if (m.n[1] != m.pp->epoch) return 0;
+        return msgs[i].fn(&m);
+    }
+    return KEEL_EPROTO;
+}
+
+void rep_peer_down(rep *r, const char *peer) {
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        if (pp->role == REP_LEADER)
+            leader_peer_down(r, pp, peer);
+        else if (pp->role == REP_FOLLOWER && strcmp(pp->leader, peer) == 0)
+            follower_peer_down(r, pp);
+    }
+}
+
+int rep_tick(rep *r) {
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        int rc = pp->role == REP_LEADER     ? leader_tick(r, pp)
+                 : pp->role == REP_FOLLOWER ? follower_tick(r, pp)
+                                            : 0;
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+void rep_get_stats(const rep *r, rep_stats *out) {
+    *out = r->st;
+}

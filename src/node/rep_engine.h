@@ -1,0 +1,148 @@
+/* rep_engine.h - the node's replication engines, leader and follower, as one
+ * object behind an injected environment (rep_env.h; DESIGN.md §12,
+ * docs/replication.md).
+ *
+ * Per partition the node is a leader, a follower or neither, as the map says
+ * (rep_configure). Every replica keeps a log position: the number of the
+ * last write batch it holds. The leader gives each turn that wrote to the
+ * partition the next position, stamps it with its leader epoch and streams
+ * it to every follower; a follower applies batches strictly in order and
+ * acknowledges its position once the batch is durable.
+ *
+ *   leader:    configure(leader, e) ----> LEADING (capture on, epoch-cache
+ *              entry (e, end+1) persisted) --configure(other)--> capture off
+ *   follower:  configure(follower of L, e) --> SUBSCRIBING --STREAM--> STREAMING
+ *                     |                            |   ^                 |
+ *                     |                  DIVERGED  |   | copy done       | gap, link down,
+ *                     |                  (hi > E)  v   |                 | silence
+ *                     |                        COPYING-+                 v
+ *                     +------------------------------------------- SUBSCRIBING
+ *
+ * Peer commands (argument vectors; integers in decimal):
+ *   F->L  KEEL.REP.SUB p leader-epoch last-epoch lo hi copy
+ *         "I follow you in leader-epoch; my log's last epoch is last-epoch;
+ *         I hold every position <= lo and perhaps up to hi; copy 1: send me
+ *         a full copy". The leader answers one of:
+ *   L->F  KEEL.REP.STREAM p leader-epoch from       batches from `from` follow
+ *   L->F  KEEL.REP.DIVERGED p leader-epoch E        my log ends epoch last-epoch at E
+ *   L->F  KEEL.REP.SNAP p leader-epoch pos first last cache records
+ *         a full copy of p at position pos, in chunks (cache: the leader's
+ *         epoch cache up to pos, on the first chunk), then batches from pos+1
+ *   L->F  KEEL.REP.APPEND p leader-epoch batch-epoch pos records
+ *   F->L  KEEL.REP.ACK p leader-epoch pos
+ * records are move_wire chunk records ([slot][klen][key][vlen][value]).
+ *
+ * Truncation (KIP-101): a follower of a new leader asks for the end E of the
+ * last epoch it holds records of. If its log may reach past E (hi > E) its
+ * records past E are not the leader's, and it truncates before applying
+ * anything of the new epoch. Truncation is by full copy: the follower drops
+ * the partition and takes the leader's snapshot (simplest correct; records
+ * are absolute values, so a per-key undo of the tail is the refinement).
+ *
+ * Durability. A replica's "rep/<p>" metadata record holds [lo, hi, copying,
+ * epoch cache, redo]; it is written (synced) BEFORE the batch at hi is
+ * applied, so after any crash the data holds every position <= lo and none
+ * > hi. A follower's record carries the batch at hi itself (the redo):
+ * rep_restore applies it again (records are absolute values: twice is
+ * once), so a follower's log ends exactly at hi. A leader's record says hi =
+ * lo + 1 (the next turn may reach the disk before its record): its log is
+ * taken to end at hi, a position no other replica holds, so it truncates
+ * when it follows again. A leader that steps down without a crash records
+ * its exact end (leader_demote).
+ *
+ * Threads: the thread that owns the environment.
+ */
+#ifndef KEEL_REP_ENGINE_H
+#define KEEL_REP_ENGINE_H
+
+#include <stdint.h>
+
+#include "node/rep_env.h"
+
+#define REP_RF_MAX 5
+#define REP_TICK_MS 20 /* the binding calls rep_tick this often */
+#define REP_LAG_MAX_MS                                                                             \
+    1000 /* replica_lag_max_ms: a follower not caught up for this long leaves the ISR */
+#define REP_LEASE_MS 400     /* a lease lasts this long from the heartbeat that renewed it */
+#define REP_SUB_RETRY_MS 200 /* an unanswered SUB is sent again */
+#define REP_WINDOW 64        /* batches in flight to one follower */
+#define REP_LOG_KEEP 512     /* batches the leader retains for catch-up */
+#define REP_COPY_CHUNK (64u << 10)
+
+typedef struct rep rep;
+
+enum { REP_NONE = 0, REP_LEADER, REP_FOLLOWER };
+
+/* What rep_write_check / rep_read_check say. */
+enum {
+    REP_OK = 0,
+    REP_ENOTLEADER = 1, /* -MOVED to the leader the map names */
+    REP_ENOLEASE = 2,   /* the leader's lease ran out: -TRYAGAIN */
+    REP_ENOREPLICAS = 3 /* |ISR| < min_insync: -NOREPLICAS Not enough good replicas to write. */
+};
+
+/* One partition's entry of the map. Strings are borrowed for the call. */
+typedef struct rep_config {
+    uint64_t leader_epoch, part_epoch;
+    const char *leader;
+    const char *isr[REP_RF_MAX];
+    int nisr;
+    const char *replicas[REP_RF_MAX];
+    int nreplicas;
+    int min_insync;
+} rep_config;
+
+/* An engine over env (copied; env->ctx and the store must outlive it).
+ * mutations: REP_MUT_* (0 in production). NULL on out-of-memory or a bad
+ * env (partitions 0 or not dividing 16384). */
+rep *rep_new(const rep_env *env, unsigned mutations);
+/* Frees; runs no callback. NULL is a no-op. */
+void rep_free(rep *r);
+/* After a start: reads each partition's "rep/<p>" record back. Returns 0 or
+ * a KEEL_E* (the node must not start on a guess). */
+int rep_restore(rep *r);
+
+/* The map says this about p (only a newer part_epoch, or a newer leader
+ * epoch, changes anything; an older one is ignored and returns 0). Becomes
+ * leader (capture on), follower (subscribes) or neither. Returns 0 or a
+ * KEEL_E* (a failed store call: the node stops). */
+int rep_configure(rep *r, unsigned p, const rep_config *c);
+
+/* May this node take a write / serve a read of p now? REP_OK or REP_E*. */
+int rep_write_check(rep *r, unsigned p);
+int rep_read_check(rep *r, unsigned p);
+/* The leader's lease for p in leader epoch e, renewed by a heartbeat this
+ * node sent at sent_us (its own clock): valid until sent_us + REP_LEASE_MS.
+ * Ignored for another epoch. */
+void rep_lease(rep *r, unsigned p, uint64_t leader_epoch, uint64_t sent_us);
+
+/* After the turn's store_sync succeeded: gives the turn's writes to each led
+ * partition a position, persists it and streams the batch. Returns 0 or a
+ * KEEL_E* (the node stops). */
+int rep_turn_end(rep *r);
+/* The last position of p this node holds (the position a leader's turn got
+ * at rep_turn_end), and the leader's committed position. */
+uint64_t rep_end(const rep *r, unsigned p);
+uint64_t rep_committed(const rep *r, unsigned p);
+uint64_t rep_epoch(const rep *r, unsigned p); /* the leader epoch this node knows for p */
+int rep_role(const rep *r, unsigned p);
+
+/* One KEEL.REP.* message from peer `from`. Returns 0, KEEL_EPROTO (bad
+ * message: ignored) or another KEEL_E* (a failed store call: the node
+ * stops). */
+int rep_message(rep *r, const char *from, int argc, const char **argv, const size_t *len);
+/* The connection to peer broke: a follower subscribes again, a leader
+ * stops streaming to it until it does. */
+void rep_peer_down(rep *r, const char *peer);
+/* Every REP_TICK_MS: re-subscriptions, catch-up, ISR proposals. Returns 0 or
+ * a KEEL_E*. */
+int rep_tick(rep *r);
+
+/* Counters for INFO and the simulator. */
+typedef struct rep_stats {
+    uint64_t batches_sent, batches_applied, copies_sent, copies_received, truncations;
+    uint64_t isr_proposals;
+} rep_stats;
+void rep_get_stats(const rep *r, rep_stats *out);
+
+#endif

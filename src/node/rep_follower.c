@@ -1,0 +1,196 @@
+/* rep_follower.c - the follower's half of replication (rep_engine.h;
+ * DESIGN §12).
+ *
+ *   follower_start --> SUBSCRIBING: KEEL.REP.SUB (last epoch, lo, hi), again
+ *   every REP_SUB_RETRY_MS until answered
+ *     STREAM from end+1  --> STREAMING: batches applied strictly in order
+ *     DIVERGED E (hi > E) --> truncate: SUB asking for a full copy
+ *     SNAP first         --> COPYING: the partition dropped, chunks applied;
+ *                            the last one sets end = the copy's position
+ *   STREAMING --gap, link down--> SUBSCRIBING
+ *
+ * A batch is applied as: the rep/<p> record [lo = end, hi = pos, epoch
+ * cache with (batch epoch, pos) if the batch opens a new epoch, and the
+ * batch itself as a redo] written and synced first, then the records in one txn committed into the
+ * turn (made durable by the turn's store_sync per --fsync), then the ACK of pos, which the binding
+ * sends after that store_sync.
+ */
+#include "core/err.h"
+#include "core/log.h"
+#include "node/move_wire.h"
+#include "node/rep_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void sub(rep *r, rep_part *pp) {
+    char a[24], ep[24], fe[24], lo[24], hi[24];
+    uint64_t h = pp->phi > pp->end ? pp->phi : pp->end;
+    const char *argv[] = {"KEEL.REP.SUB",           rep_u64(a, pp->p),
+                          rep_u64(ep, pp->epoch),   rep_u64(fe, rep_ec_last(pp)),
+                          rep_u64(lo, pp->end),     rep_u64(hi, h),
+                          pp->want_copy ? "1" : "0"};
+    size_t len[7];
+    for (int i = 0; i < 7; i++)
+        len[i] = strlen(argv[i]);
+    pp->fstate = F_SUBSCRIBING;
+    pp->sub_us = rep_now(r);
+    (void)rep_sendv(r, pp->leader, 7, argv, len); /* a loss: again on a tick */
+}
+
+static void ack(rep *r, rep_part *pp) {
+    char a[24], ep[24], ps[24];
+    const char *argv[] = {"KEEL.REP.ACK", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
+                          rep_u64(ps, pp->end)};
+    size_t len[4];
+    for (int i = 0; i < 4; i++)
+        len[i] = strlen(argv[i]);
+    (void)rep_sendv(r, pp->leader, 4, argv, len);
+}
+
+void follower_start(rep *r, rep_part *pp) {
+    pp->want_copy = 0;
+    sub(r, pp);
+}
+
+int follower_on_stream(rep *r, rep_part *pp, uint64_t from) {
+    if (pp->fstate != F_SUBSCRIBING) return 0;
+    if (from != pp->end + 1) { /* not what was asked: ask again */
+        sub(r, pp);
+        return 0;
+    }
+    pp->fstate = F_STREAMING;
+    ack(r, pp);
+    return 0;
+}
+
+int follower_on_diverged(rep *r, rep_part *pp, uint64_t e) {
+    if (pp->fstate != F_SUBSCRIBING) return 0;
+    r->st.truncations++;
+    keel_log(KEEL_LOG_INFO, "rep_truncate", "partition=%u epoch=%llu end=%llu to=%llu", pp->p,
+             (unsigned long long)pp->epoch, (unsigned long long)pp->end, (unsigned long long)e);
+    if (r->mutations & REP_MUT_NO_TRUNCATE) {
+        /* Broken on purpose: claims to end at e and keeps its records past it. */
+        pp->end = pp->plo = pp->phi = e;
+        while (pp->nec && pp->ec[pp->nec - 1].start > e)
+            pp->nec--;
+        int rc = rep_persist(r, pp);
+        if (rc) return rc;
+        sub(r, pp);
+        return 0;
+    }
+    pp->want_copy = 1; /* truncation by full copy (rep_engine.h) */
+    sub(r, pp);
+    return 0;
+}
+
+/* Applies move_wire chunk records of p's slots in one txn. */
+static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy) {
+    store_txn *t = store_txn_begin(r->env.st);
+    size_t off = 0;
+    while (off < n) {
+        unsigned slot;
+        const char *k, *v;
+        size_t kl, vl;
+        size_t used = move_get_record(p + off, n - off, &slot, &k, &kl, &v, &vl);
+        if (!used || slot < pp->lo_slot || slot > pp->hi_slot) goto bad;
+        int rc = v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL);
+        if (rc) goto bad;
+        off += used;
+    }
+    return lazy ? store_txn_commit_lazy(t) : store_txn_commit(t);
+bad:
+    store_txn_abort(t);
+    return KEEL_EPROTO;
+}
+
+int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
+                     size_t clen, const char *rec, size_t rlen) {
+    if (first) {
+        /* Asked for, or the leader no longer retains what comes next. Not
+         * while this node is in the ISR its map shows: dropping its data
+         * could lose acknowledged writes (the leader has it removed first). */
+        if (pp->fstate != F_SUBSCRIBING && pp->fstate != F_STREAMING) return 0;
+        if (rep_in_isr(pp, r->env.self_id)) {
+            pp->want_copy = 1;
+            sub(r, pp);
+            return 0;
+        }
+        if (clen % 16 || clen / 16 > REP_EC_MAX) return KEEL_EPROTO;
+        pp->fstate = F_COPYING;
+        pp->copying = 1;
+        pp->plo = 0, pp->phi = UINT64_MAX;
+        pp->end = 0;
+        int rc = rep_persist(r, pp);
+        if (rc) return rc;
+        pp->nec = 0;
+        for (size_t i = 0; i < clen / 16; i++)
+            rep_ec_push(pp, move_rd(cache + 16 * i, 8), move_rd(cache + 16 * i + 8, 8));
+        if ((rc = store_delete_slots(r->env.st, pp->lo_slot, pp->hi_slot))) return rc;
+        if (r->env.forget) r->env.forget(r->env.ctx, pp->p, 0);
+    } else if (pp->fstate != F_COPYING) {
+        return 0; /* the rest of a copy this follower gave up */
+    }
+    int rc = apply(r, pp, rec, rlen, 1);
+    if (rc == KEEL_EPROTO) {
+        keel_log(KEEL_LOG_WARN, "rep_bad_copy", "partition=%u", pp->p);
+        sub(r, pp); /* still copying=1: the leader copies again */
+        return 0;
+    }
+    if (rc) return rc;
+    if (!last) return 0;
+    pp->copying = 0;
+    pp->end = pp->plo = pp->phi = pos;
+    if ((rc = rep_persist(r, pp))) return rc; /* writes and syncs the copy too */
+    pp->want_copy = 0;
+    pp->fstate = F_STREAMING;
+    r->st.copies_received++;
+    if (r->env.base) r->env.base(r->env.ctx, pp->p, pos);
+    keel_log(KEEL_LOG_INFO, "rep_copy_done", "partition=%u pos=%llu", pp->p,
+             (unsigned long long)pos);
+    ack(r, pp);
+    return 0;
+}
+
+int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec,
+                       size_t rlen) {
+    if (pp->fstate != F_STREAMING) return 0;
+    if (pos <= pp->end) return 0; /* sent twice (a resubscription): held already */
+    if (pos != pp->end + 1 || bepoch > pp->epoch) {
+        sub(r, pp); /* a gap: something was lost */
+        return 0;
+    }
+    rep_ec_push(pp, bepoch, pos); /* no-op unless the batch opens a newer epoch */
+    pp->plo = pp->end, pp->phi = pos;
+    int rc = rep_persist_redo(r, pp, bepoch, rec, rlen); /* before the data: a restart redoes it */
+    if (rc) return rc;
+    rc = apply(r, pp, rec, rlen, 0);
+    if (rc == KEEL_EPROTO) {
+        keel_log(KEEL_LOG_WARN, "rep_bad_batch", "partition=%u pos=%llu", pp->p,
+                 (unsigned long long)pos);
+        pp->want_copy = 1;
+        sub(r, pp);
+        return 0;
+    }
+    if (rc) return rc;
+    pp->end = pos;
+    r->st.batches_applied++;
+    if (r->env.applied) r->env.applied(r->env.ctx, pp->p, pos, bepoch, rep_hash(rec, rlen));
+    ack(r, pp);
+    return 0;
+}
+
+void follower_peer_down(rep *r, rep_part *pp) {
+    (void)r;
+    pp->fstate = F_SUBSCRIBING;
+    pp->sub_us = 0; /* the next tick asks again */
+}
+
+int follower_tick(rep *r, rep_part *pp) {
+    uint64_t now = rep_now(r);
+    if (pp->fstate == F_IDLE ||
+        (pp->fstate == F_SUBSCRIBING && now - pp->sub_us >= REP_SUB_RETRY_MS * 1000ull))
+        sub(r, pp);
+    return 0;
+}

@@ -1,0 +1,125 @@
+/* rep_int.h - the replication engines' shared state; private to rep.c (the
+ * object, configuration, persistence, dispatch), rep_leader.c and
+ * rep_follower.c. Everything outside reaches it through rep_engine.h.
+ *
+ * The "rep/<p>" metadata record (big-endian):
+ *   [lo u64][hi u64][flags u8][n u8] then n x [epoch u64][start u64]
+ *   flags: 1 a full copy is under way; 2 the redo follows:
+ *   [batch epoch u64][the records of the batch at hi] (a follower writes it
+ *   before applying the batch; a restart applies it again)
+ */
+#ifndef KEEL_REP_INT_H
+#define KEEL_REP_INT_H
+
+#include "core/buf.h"
+#include "core/id.h"
+#include "node/rep_engine.h"
+
+#define REP_EC_MAX 32 /* leader-epoch cache entries kept; older ones are dropped */
+
+typedef struct rep_ec {
+    uint64_t epoch, start; /* the first position written in that leader epoch */
+} rep_ec;
+
+typedef struct rep_batch {
+    uint64_t pos, epoch;
+    char *data;
+    size_t len;
+} rep_batch;
+
+/* The leader's view of one follower. */
+typedef struct rep_peer {
+    char id[KEEL_ID_MAX + 1];
+    int streaming;        /* a SUB was answered: batches from next go out */
+    uint64_t acked;       /* durable position it acknowledged */
+    uint64_t next;        /* next position to send */
+    uint64_t caught_us;   /* last time acked reached the leader's end */
+    store_snapshot *snap; /* a full copy being sent (NULL: none) */
+    char *cursor;
+    size_t curlen;
+    uint64_t snap_pos;
+    int snap_first;
+} rep_peer;
+
+enum { F_IDLE, F_SUBSCRIBING, F_STREAMING, F_COPYING };
+
+typedef struct rep_part {
+    unsigned p, lo_slot, hi_slot;
+    int role;
+    uint64_t epoch, part_epoch; /* from the map */
+    char leader[KEEL_ID_MAX + 1];
+    /* The log, both roles. end: the last position held (exact while the
+     * process lives); plo/phi: the persisted record's lo and hi. */
+    uint64_t end, plo, phi;
+    int copying; /* persisted: a full copy is under way; the data is not a log prefix */
+    rep_ec ec[REP_EC_MAX];
+    int nec;
+    /* Leader. */
+    int capture;
+    kbuf pend; /* this turn's records */
+    rep_batch *log;
+    size_t nlog, caplog; /* retained batches, positions log[0].pos.. end */
+    rep_peer peers[REP_RF_MAX];
+    int npeers;
+    char isr[REP_RF_MAX][KEEL_ID_MAX + 1]; /* both roles: the map's ISR */
+    int nisr, min_insync;
+    char adding[KEEL_ID_MAX + 1]; /* an expansion proposed at part epoch adding_at */
+    uint64_t adding_at, proposed_us;
+    uint64_t lease_until;
+    uint64_t committed;
+    /* Follower. */
+    int fstate;
+    uint64_t sub_us; /* when the last SUB went */
+    int want_copy;
+} rep_part;
+
+struct rep {
+    rep_env env;
+    unsigned mutations;
+    unsigned nparts;
+    rep_part *parts;
+    rep_stats st;
+};
+
+static inline uint64_t rep_now(const rep *r) {
+    return r->env.now_us(r->env.ctx);
+}
+
+/* rep.c */
+int rep_persist(rep *r, rep_part *pp); /* writes "rep/<p>": plo/phi/copying/ec */
+/* ... and the batch at phi (a follower, before applying it). */
+int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen);
+void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start);
+uint64_t rep_ec_last(const rep_part *pp); /* last epoch in the cache; 0 if none */
+uint64_t rep_hash(const char *p, size_t n);
+void rep_set_isr(rep_part *pp, const rep_config *c);
+int rep_in_isr(const rep_part *pp, const char *id);
+int rep_sendv(rep *r, const char *peer, int argc, const char **argv, const size_t *len);
+const char *rep_u64(char *buf, uint64_t v); /* buf of 24 */
+
+/* rep_leader.c */
+int leader_start(rep *r, rep_part *pp, const rep_config *c);
+void leader_stop(rep *r, rep_part *pp);
+int leader_demote(rep *r, rep_part *pp); /* persists the end, then leader_stop */
+void leader_update(rep *r, rep_part *pp, const rep_config *c); /* same epoch, new ISR */
+int leader_turn_end(rep *r, rep_part *pp);
+int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t last_epoch, uint64_t lo,
+                  uint64_t hi, int copy);
+void leader_on_ack(rep *r, rep_part *pp, const char *from, uint64_t pos);
+void leader_peer_down(rep *r, rep_part *pp, const char *peer);
+int leader_tick(rep *r, rep_part *pp);
+int leader_can_write(rep *r, rep_part *pp);
+int leader_can_read(rep *r, rep_part *pp);
+
+/* rep_follower.c */
+void follower_start(rep *r, rep_part *pp);
+int follower_on_stream(rep *r, rep_part *pp, uint64_t from);
+int follower_on_diverged(rep *r, rep_part *pp, uint64_t end);
+int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
+                     size_t clen, const char *rec, size_t rlen);
+int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec,
+                       size_t rlen);
+void follower_peer_down(rep *r, rep_part *pp);
+int follower_tick(rep *r, rep_part *pp);
+
+#endif

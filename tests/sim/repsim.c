@@ -1,0 +1,1256 @@
+/* repsim.c - the replication simulator (repsim.h; docs/replication.md).
+ *
+ * One simulated clock, one event queue ordered by (time, sequence number):
+ * a seed decides every interleaving. A node's "turn" is one event: its
+ * handler runs, the store writes the turn out (store_sync), the engines seal
+ * the turn's batches (rep_turn_end), and only then do the turn's messages
+ * and replies leave - the group commit of the real node. A failed turn
+ * write stops the node with its replies unsent.
+ *
+ *   clients --SET/GET--> node: rep_write_check / rep_read_check, the store
+ *   leader engine --APPEND/STREAM/SNAP--> follower engine --ACK--> leader
+ *   node --heartbeat--> coordinator model --lease grants, map--> nodes
+ *   leader --ISR proposal--> coordinator (compare-and-set on the partition epoch)
+ *
+ * The coordinator model is self-contained (not core/mapcodec or
+ * coord/mapstore): per partition replicas (leader first), ISR, leader epoch,
+ * partition epoch, and the incarnation of every node, which the map carries
+ * so that a restarted node never acts on leadership given to its previous
+ * life.
+ */
+#include "repsim.h"
+
+#include "core/buf.h"
+#include "core/crc16.h"
+#include "core/err.h"
+#include "core/failpoint.h"
+#include "core/log.h"
+#include "node/rep_engine.h"
+#include "store/store.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define P 8    /* partitions */
+#define MAXN 5 /* nodes */
+#define RF 3
+#define MIN_INSYNC 2
+#define CLIENTS 6
+#define PRELOAD 400 /* keys on every replica before the run (position 0) */
+#define HB_MS 50    /* node -> coordinator heartbeats */
+#define SUSPECT_MS 300
+#define CTICK_MS 20
+#define MAP_PUSH_MS 500
+#define CLIENT_TIMEOUT_MS 1500
+#define SETTLE_MS 7000 /* after the faults */
+#define QUIET_MS 3000  /* clients stop this long before the end */
+/* The coordinator promotes only after the old leader's lease is over on the
+ * old leader's clock: clocks run at most 2% slow, so 5% is a bound. */
+#define LEASE_WAIT_US ((uint64_t)(REP_LEASE_MS * 1050ull + 20000ull))
+
+typedef struct sim sim;
+typedef struct ev ev;
+typedef void (*ev_fn)(sim *w, ev *e);
+
+enum {
+    K_MSG = 1,
+    K_PEERDOWN,
+    K_HB,
+    K_MAP,
+    K_ISR,
+    K_TICK,
+    K_HBT,
+    K_CREQ,
+    K_CREP,
+    K_CTIMEOUT,
+    K_CNEXT,
+    K_CTICK,
+    K_FAULT,
+    K_RESTART
+};
+
+typedef struct cpart {
+    int rep[RF];            /* node indexes, the first leader at the start */
+    int leader, leader_inc; /* the leader and the incarnation it was made leader in */
+    unsigned isr;           /* bit per node index */
+    uint64_t lepoch, pepoch;
+    int failing;       /* no more lease grants to the leader; promote once it ran out */
+    uint64_t grant_at; /* world us at which the last granted heartbeat arrived */
+} cpart;
+
+typedef struct cmap {
+    cpart part[P];
+    int inc[MAXN]; /* the incarnation the coordinator knows of each node */
+} cmap;
+/* A node acts on leadership only if the map gave it to its own incarnation
+ * (leader_inc): a map that made its previous life leader is not for it. */
+
+struct ev {
+    uint64_t at, seq;
+    int kind;
+    int node, inc; /* node >= 0: a turn of that node, if still incarnation inc */
+    ev_fn fn;
+    int a, b;
+    uint64_t u, u2, u3, u4;
+    int argc;
+    char **argv;
+    size_t *len;
+    char s1[48], s2[48];
+    cmap *map;
+};
+
+typedef struct shadow { /* what a node holds of one partition's log (R4, R5) */
+    uint64_t base;      /* every position <= base (a full copy) */
+    uint64_t *hash, *epoch;
+    size_t cap;
+} shadow;
+
+typedef struct pendw { /* a write waiting for its turn's commit */
+    int client;
+    uint64_t gen, epoch, pos, hash;
+    unsigned p;
+} pendw;
+
+typedef struct snode {
+    sim *w;
+    int i, up, inc, fail_next_sync;
+    char id[8], dir[300];
+    store *st;
+    rep *rp;
+    uint64_t paused_until, cut_until;
+    int64_t clock_off;
+    double rate;
+    ev **out;
+    size_t nout, capout;
+    pendw *pw;
+    size_t npw, cappw;
+    cmap view; /* the last map applied */
+    uint64_t seen_epoch[P];
+    uint64_t served_epoch[P]; /* the last epoch it served p in (R2 checked) */
+    shadow sh[P];
+} snode;
+
+typedef struct acked {
+    char key[24], val[40];
+    unsigned p;
+} acked;
+
+typedef struct sclient {
+    int id, busy, is_read, attempts, target;
+    uint64_t gen, seq;
+    char key[24], val[40];
+    unsigned p;
+    long want;
+    int owner[P];
+} sclient;
+
+struct sim {
+    repsim_opts o;
+    repsim_result *r;
+    uint64_t rng, now, seq;
+    ev **heap;
+    size_t nheap, capheap;
+    int n;
+    snode nodes[MAXN];
+    uint64_t conn_gen[MAXN][MAXN];
+    uint64_t last_at[MAXN + 1][MAXN + 1]; /* FIFO per pair; index MAXN: coordinator */
+    cmap cm;                              /* the coordinator's, authoritative */
+    uint64_t last_hb[MAXN];
+    int hb_inc[MAXN]; /* the incarnation of the last heartbeat */
+    sclient clients[CLIENTS];
+    acked *acks;
+    size_t nacks, capacks;
+    uint64_t slow_until, fault_end, end, last_push;
+    int down; /* nodes crashed and not yet restarted */
+};
+
+static void violation(sim *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void violation(sim *w, const char *fmt, ...) {
+    if (w->r->violation) return;
+    w->r->violation = 1;
+    char msg[420];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(w->r->what, sizeof w->r->what, "seed %llu at %.3f s: %s",
+             (unsigned long long)w->o.seed, w->now / 1e6, msg);
+}
+
+static void trace(sim *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void trace(sim *w, const char *fmt, ...) {
+    if (!w->o.verbose) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%10.3f ", w->now / 1e6);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static uint64_t rnd(sim *w) { /* splitmix64 */
+    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static uint64_t rnd_in(sim *w, uint64_t lo, uint64_t hi) {
+    return lo + rnd(w) % (hi - lo + 1);
+}
+static int chance(sim *w, unsigned per_mille) {
+    return rnd(w) % 1000 < per_mille;
+}
+
+/* ---- Events ------------------------------------------------------------------- */
+
+static int ev_before(const ev *a, const ev *b) {
+    return a->at < b->at || (a->at == b->at && a->seq < b->seq);
+}
+
+static void heap_push(sim *w, ev *e) {
+    if (w->nheap == w->capheap) {
+        w->capheap = w->capheap ? w->capheap * 2 : 1024;
+        w->heap = realloc(w->heap, w->capheap * sizeof *w->heap);
+        if (!w->heap) abort();
+    }
+    size_t i = w->nheap++;
+    w->heap[i] = e;
+    while (i && ev_before(w->heap[i], w->heap[(i - 1) / 2])) {
+        ev *t = w->heap[i];
+        w->heap[i] = w->heap[(i - 1) / 2];
+        w->heap[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static ev *heap_pop(sim *w) {
+    if (!w->nheap) return NULL;
+    ev *top = w->heap[0];
+    w->heap[0] = w->heap[--w->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < w->nheap && ev_before(w->heap[l], w->heap[m])) m = l;
+        if (r < w->nheap && ev_before(w->heap[r], w->heap[m])) m = r;
+        if (m == i) break;
+        ev *t = w->heap[i];
+        w->heap[i] = w->heap[m];
+        w->heap[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+static ev *ev_new(sim *w, int kind, uint64_t at, int node, ev_fn fn) {
+    ev *e = calloc(1, sizeof *e);
+    if (!e) abort();
+    e->kind = kind;
+    e->at = at < w->now ? w->now : at;
+    e->node = node;
+    e->inc = node >= 0 ? w->nodes[node].inc : -1;
+    e->fn = fn;
+    return e;
+}
+
+static void ev_free(ev *e) {
+    for (int i = 0; i < e->argc; i++)
+        free(e->argv[i]);
+    free(e->argv);
+    free(e->len);
+    free(e->map);
+    free(e);
+}
+
+static void schedule(sim *w, ev *e) {
+    e->seq = ++w->seq;
+    heap_push(w, e);
+}
+
+/* One message's delay: 50-1500 us, one in fifty 5-20 ms more, up to 40 ms
+ * more during a delay burst. */
+static uint64_t net_delay(sim *w) {
+    uint64_t d = rnd_in(w, 50, 1500);
+    if (chance(w, 20)) d += rnd_in(w, 5000, 20000);
+    if (w->now < w->slow_until) d += rnd_in(w, 0, 40000);
+    return d;
+}
+
+/* Schedules a message from src to dst (node index, MAXN: the coordinator,
+ * -1: a client) after a network delay, in order per pair. */
+static void net_send(sim *w, int src, int dst, ev *e) {
+    uint64_t at = w->now + net_delay(w);
+    if (src >= 0 && dst >= 0) {
+        if (at < w->last_at[src][dst]) at = w->last_at[src][dst];
+        w->last_at[src][dst] = at;
+    }
+    e->at = at;
+    schedule(w, e);
+}
+
+/* A node's messages leave at the end of its turn. */
+static void send_from(snode *n, ev *e) {
+    if (n->nout == n->capout) {
+        n->capout = n->capout ? n->capout * 2 : 16;
+        n->out = realloc(n->out, n->capout * sizeof *n->out);
+        if (!n->out) abort();
+    }
+    n->out[n->nout++] = e;
+}
+
+/* ---- Shadow logs ------------------------------------------------------------------ */
+
+static void sh_grow(shadow *s, uint64_t pos) {
+    if (pos < s->cap) return;
+    size_t cap = s->cap ? s->cap : 256;
+    while (cap <= pos)
+        cap *= 2;
+    s->hash = realloc(s->hash, cap * sizeof *s->hash);
+    s->epoch = realloc(s->epoch, cap * sizeof *s->epoch);
+    if (!s->hash || !s->epoch) abort();
+    memset(s->hash + s->cap, 0, (cap - s->cap) * sizeof *s->hash);
+    memset(s->epoch + s->cap, 0, (cap - s->cap) * sizeof *s->epoch);
+    s->cap = cap;
+}
+
+static int sh_holds(const shadow *s, uint64_t pos, uint64_t hash) {
+    return pos <= s->base || (pos < s->cap && s->hash[pos] == hash);
+}
+
+static void n_applied(void *ctx, unsigned p, uint64_t pos, uint64_t epoch, uint64_t hash) {
+    snode *n = ctx;
+    sim *w = n->w;
+    shadow *s = &n->sh[p];
+    hash |= 1; /* 0 marks "not held" */
+    sh_grow(s, pos + 1);
+    if (s->hash[pos] && s->hash[pos] != hash)
+        violation(w,
+                  "R5: %s applied position %llu of partition %u twice with different "
+                  "contents (epochs %llu, %llu)",
+                  n->id, (unsigned long long)pos, p, (unsigned long long)s->epoch[pos],
+                  (unsigned long long)epoch);
+    if (pos > 0 && pos - 1 < s->cap && s->hash[pos - 1] && s->epoch[pos - 1] > epoch)
+        violation(w, "R5: leader epoch goes down along %s's log of partition %u at %llu", n->id, p,
+                  (unsigned long long)pos);
+    s->hash[pos] = hash;
+    s->epoch[pos] = epoch;
+}
+
+static void n_forget(void *ctx, unsigned p, uint64_t pos) {
+    snode *n = ctx;
+    shadow *s = &n->sh[p];
+    for (uint64_t i = pos + 1; i < s->cap; i++)
+        s->hash[i] = s->epoch[i] = 0;
+    if (s->base > pos) s->base = pos;
+}
+
+static void n_base(void *ctx, unsigned p, uint64_t pos) {
+    snode *n = ctx;
+    n_forget(ctx, p, 0);
+    n->sh[p].base = pos;
+}
+
+/* ---- The node's environment ---------------------------------------------------------- */
+
+static uint64_t n_now_us(void *ctx) {
+    snode *n = ctx;
+    return (uint64_t)((double)n->w->now * n->rate) + (uint64_t)n->clock_off;
+}
+
+static int node_by_id(sim *w, const char *id) {
+    for (int i = 0; i < w->n; i++)
+        if (strcmp(w->nodes[i].id, id) == 0) return i;
+    return -1;
+}
+
+static void ev_msg(sim *w, ev *e);
+
+static int n_send(void *ctx, const char *peer, int argc, const char **argv, const size_t *len) {
+    snode *n = ctx;
+    sim *w = n->w;
+    int j = node_by_id(w, peer);
+    if (j < 0) return -1;
+    ev *e = ev_new(w, K_MSG, 0, j, ev_msg);
+    e->a = n->i;
+    e->u = w->conn_gen[n->i][j];
+    e->argc = argc;
+    e->argv = calloc((size_t)argc, sizeof *e->argv);
+    e->len = calloc((size_t)argc, sizeof *e->len);
+    if (!e->argv || !e->len) abort();
+    for (int i = 0; i < argc; i++) {
+        e->argv[i] = malloc(len[i] + 1);
+        if (!e->argv[i]) abort();
+        memcpy(e->argv[i], argv[i], len[i]);
+        e->argv[i][len[i]] = 0;
+        e->len[i] = len[i];
+    }
+    e->u2 = (uint64_t)j; /* the destination, for the flush */
+    send_from(n, e);
+    return 0;
+}
+
+static void ev_isr(sim *w, ev *e);
+
+static void n_report(void *ctx, int argc, const char **argv, const size_t *len) {
+    snode *n = ctx;
+    sim *w = n->w;
+    if (argc != 6) return;
+    ev *e = ev_new(w, K_ISR, 0, -1, ev_isr);
+    e->a = n->i;
+    e->u = strtoull(argv[1], NULL, 10);  /* p */
+    e->u2 = strtoull(argv[2], NULL, 10); /* partition epoch */
+    e->u3 = strtoull(argv[3], NULL, 10); /* leader epoch */
+    snprintf(e->s1, sizeof e->s1, "%.*s", (int)len[4], argv[4]);
+    snprintf(e->s2, sizeof e->s2, "%.*s", (int)len[5], argv[5]);
+    e->u4 = (uint64_t)-1; /* to the coordinator */
+    send_from(n, e);
+}
+
+static void n_committed(void *ctx, unsigned p, uint64_t pos) {
+    (void)ctx, (void)p, (void)pos; /* the turn end releases what is committed */
+}
+
+/* ---- Node life --------------------------------------------------------------------- */
+
+static void ev_tick(sim *w, ev *e);
+static void ev_hbt(sim *w, ev *e);
+static void ev_restart(sim *w, ev *e);
+
+/* A node timer: ms of the node's own clock. */
+static void node_timer(sim *w, snode *n, int kind, ev_fn fn, uint64_t ms) {
+    ev *e = ev_new(w, kind, w->now + (uint64_t)(ms * 1000.0 / n->rate), n->i, fn);
+    schedule(w, e);
+}
+
+static int node_start(sim *w, snode *n) {
+    store_opts so;
+    store_opts_default(&so);
+    so.fsync = STORE_FSYNC_NO; /* a crash here is kill -9: the OS keeps what was written */
+    so.cache_bytes = 1u << 20;
+    so.write_buffer_bytes = 1u << 20;
+    char err[256];
+    if (store_open(n->dir, &so, &n->st, err, sizeof err)) {
+        snprintf(w->r->what, sizeof w->r->what, "store_open %s: %s", n->dir, err);
+        return -1;
+    }
+    rep_env env = {.ctx = n,
+                   .st = n->st,
+                   .self_id = n->id,
+                   .partitions = P,
+                   .now_us = n_now_us,
+                   .send = n_send,
+                   .report = n_report,
+                   .committed = n_committed,
+                   .applied = n_applied,
+                   .forget = n_forget,
+                   .base = n_base};
+    n->rp = rep_new(&env, w->o.node_mutations);
+    if (!n->rp) {
+        snprintf(w->r->what, sizeof w->r->what, "out of memory");
+        return -1;
+    }
+    if (rep_restore(n->rp)) {
+        violation(w, "%s: rep_restore failed", n->id);
+        return 0;
+    }
+    n->up = 1;
+    memset(&n->view, 0, sizeof n->view);
+    memset(n->seen_epoch, 0, sizeof n->seen_epoch);
+    memset(n->served_epoch, 0, sizeof n->served_epoch);
+    node_timer(w, n, K_TICK, ev_tick, REP_TICK_MS);
+    node_timer(w, n, K_HBT, ev_hbt, 1);
+    return 0;
+}
+
+static void conn_break(sim *w, int i, int j) {
+    w->conn_gen[i][j]++;
+    w->conn_gen[j][i]++;
+    for (int k = 0; k < 2; k++) {
+        int at = k ? j : i, other = k ? i : j;
+        if (!w->nodes[at].up) continue;
+        ev *e = ev_new(w, K_PEERDOWN, w->now + rnd_in(w, 100, 2000), at, NULL);
+        e->a = other;
+        schedule(w, e);
+    }
+}
+
+static void node_crash(sim *w, snode *n, const char *why) {
+    if (!n->up) return;
+    trace(w, "%s CRASH (%s)", n->id, why);
+    for (size_t i = 0; i < n->nout; i++)
+        ev_free(n->out[i]); /* never left */
+    n->nout = 0;
+    n->npw = 0;
+    rep_stats s;
+    rep_get_stats(n->rp, &s);
+    w->r->copies += (unsigned)s.copies_received;
+    w->r->truncations += (unsigned)s.truncations;
+    rep_free(n->rp);
+    n->rp = NULL;
+    store_free(n->st);
+    n->st = NULL;
+    n->up = 0;
+    n->inc++;
+    n->paused_until = n->cut_until = 0;
+    for (int j = 0; j < w->n; j++)
+        if (j != n->i) conn_break(w, n->i, j);
+    w->r->crashes++;
+    w->down++;
+    ev *e = ev_new(w, K_RESTART, w->now + rnd_in(w, 150000, 1500000), -1, ev_restart);
+    e->a = n->i;
+    schedule(w, e);
+}
+
+static void ev_restart(sim *w, ev *e) {
+    snode *n = &w->nodes[e->a];
+    if (n->up) return;
+    trace(w, "%s RESTART (incarnation %d)", n->id, n->inc);
+    w->down--;
+    if (node_start(w, n)) violation(w, "restart failed: %s", w->r->what);
+}
+
+static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, const char *val,
+                         int moved, const pendw *pw);
+
+/* The end of a node's turn: write it out, seal the batches, release what is
+ * committed, then let the messages go. */
+static void node_turn_end(sim *w, snode *n) {
+    if (!n->up) return;
+    int arm = n->fail_next_sync;
+    char err[64];
+    if (arm) (void)failpoint_set("store.turn_write", "error", err, sizeof err);
+    int rc = store_sync(n->st, NULL);
+    if (arm) {
+        (void)failpoint_set("store.turn_write", "off", err, sizeof err);
+        n->fail_next_sync = 0;
+    }
+    if (rc) {
+        w->r->disk_errors++;
+        node_crash(w, n, "turn write failed");
+        return;
+    }
+    if ((rc = rep_turn_end(n->rp))) {
+        node_crash(w, n, "seal failed");
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n->npw; i++) {
+        pendw *pw = &n->pw[i];
+        int leading = rep_role(n->rp, pw->p) == REP_LEADER && rep_epoch(n->rp, pw->p) == pw->epoch;
+        if (leading && !pw->pos) {
+            pw->pos = rep_end(n->rp, pw->p);
+            shadow *s = &n->sh[pw->p];
+            pw->hash = pw->pos < s->cap ? s->hash[pw->pos] : 0;
+        }
+        if (leading && pw->pos <= rep_committed(n->rp, pw->p)) {
+            reply_client(w, n, pw->client, pw->gen, 0, NULL, -1, pw);
+            continue;
+        }
+        if (leading) n->pw[k++] = *pw; /* else: never acknowledged; the client times out */
+    }
+    n->npw = k;
+    for (size_t i = 0; i < n->nout; i++) {
+        ev *e = n->out[i];
+        if (e->kind == K_MSG)
+            net_send(w, n->i, (int)e->u2, e);
+        else if (e->kind == K_ISR || e->kind == K_HB) {
+            if (n->cut_until > w->now) {
+                ev_free(e);
+                continue;
+            }
+            net_send(w, n->i, MAXN, e);
+        } else
+            net_send(w, n->i, -1, e);
+    }
+    n->nout = 0;
+}
+
+/* ---- Node events --------------------------------------------------------------------- */
+
+static void ev_msg(sim *w, ev *e) {
+    snode *n = &w->nodes[e->node];
+    if (e->u != w->conn_gen[e->a][n->i]) return; /* the connection broke meanwhile */
+    int rc = rep_message(n->rp, w->nodes[e->a].id, e->argc, (const char **)e->argv, e->len);
+    if (rc && rc != KEEL_EPROTO) node_crash(w, n, "store error in a message");
+}
+
+static void ev_tick(sim *w, ev *e) {
+    snode *n = &w->nodes[e->node];
+    if (rep_tick(n->rp)) node_crash(w, n, "store error in a tick");
+    if (n->up) node_timer(w, n, K_TICK, ev_tick, REP_TICK_MS);
+}
+
+static void ev_hb(sim *w, ev *e);
+
+static void ev_hbt(sim *w, ev *e) {
+    snode *n = &w->nodes[e->node];
+    ev *h = ev_new(w, K_HB, 0, -1, ev_hb);
+    h->a = n->i;
+    h->b = n->inc;
+    h->u = n_now_us(n);
+    send_from(n, h);
+    node_timer(w, n, K_HBT, ev_hbt, HB_MS);
+}
+
+static const char *nid(sim *w, int i) {
+    return i >= 0 && i < w->n ? w->nodes[i].id : "";
+}
+
+static int popcount(unsigned v) {
+    return __builtin_popcount(v);
+}
+
+/* R2: every acknowledged write of p is in n's store. */
+static void check_new_leader(sim *w, snode *n, unsigned p) {
+    for (size_t i = 0; i < w->nacks; i++) {
+        acked *a = &w->acks[i];
+        if (a->p != p) continue;
+        store_value v;
+        unsigned slot = keel_key_slot(a->key, strlen(a->key));
+        int rc = store_get(n->st, slot, a->key, strlen(a->key), 0, &v);
+        int same = rc == 0 && v.len == strlen(a->val) && !memcmp(v.data, a->val, v.len);
+        if (rc == 0) store_value_release(&v);
+        if (!same) {
+            violation(w, "R2: new leader %s of partition %u (epoch %llu) lacks acknowledged %s",
+                      n->id, p, (unsigned long long)rep_epoch(n->rp, p), a->key);
+            return;
+        }
+    }
+}
+
+static void node_apply_map(sim *w, snode *n, const cmap *m) {
+    for (unsigned p = 0; p < P; p++) {
+        const cpart *c = &m->part[p];
+        if (c->leader == n->i && c->leader_inc != n->inc) continue; /* given to my previous life */
+        rep_config rc = {.leader_epoch = c->lepoch,
+                         .part_epoch = c->pepoch,
+                         .leader = nid(w, c->leader),
+                         .min_insync = MIN_INSYNC};
+        for (int k = 0; k < RF; k++)
+            rc.replicas[rc.nreplicas++] = nid(w, c->rep[k]);
+        for (int k = 0; k < w->n; k++)
+            if (c->isr & (1u << k)) rc.isr[rc.nisr++] = nid(w, k);
+        int was = rep_role(n->rp, p);
+        uint64_t old = rep_epoch(n->rp, p);
+        if (rep_configure(n->rp, p, &rc)) {
+            node_crash(w, n, "store error in configure");
+            return;
+        }
+        uint64_t now_e = rep_epoch(n->rp, p);
+        if (now_e < n->seen_epoch[p])
+            violation(w, "R5: %s's leader epoch of partition %u went down %llu -> %llu", n->id, p,
+                      (unsigned long long)n->seen_epoch[p], (unsigned long long)now_e);
+        n->seen_epoch[p] = now_e;
+        if (rep_role(n->rp, p) == REP_LEADER && (was != REP_LEADER || old != now_e))
+            trace(w, "%s leads partition %u in epoch %llu", n->id, p, (unsigned long long)now_e);
+        if (c->pepoch >= n->view.part[p].pepoch) n->view.part[p] = *c;
+    }
+}
+
+/* A map push, or a heartbeat reply (e->u2: partitions whose lease it renews;
+ * e->u: when the heartbeat left, on the node's clock). */
+static void ev_map(sim *w, ev *e) {
+    snode *n = &w->nodes[e->node];
+    if (n->cut_until > w->now) return;
+    node_apply_map(w, n, e->map);
+    if (!n->up) return;
+    for (unsigned p = 0; p < P; p++)
+        if (e->u2 & (1u << p)) rep_lease(n->rp, p, e->map->part[p].lepoch, e->u);
+}
+
+static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, const char *val,
+                         int moved, const pendw *pw);
+
+static void ev_creq(sim *w, ev *e) {
+    snode *n = &w->nodes[e->node];
+    unsigned p = (unsigned)e->u2;
+    int code = e->b ? rep_read_check(n->rp, p) : rep_write_check(n->rp, p);
+    if (code != REP_OK) {
+        if (code == REP_ENOREPLICAS) w->r->noreplicas++;
+        reply_client(w, n, e->a, e->u, code, NULL, n->view.part[p].leader, NULL);
+        return;
+    }
+    unsigned slot = keel_key_slot(e->s1, strlen(e->s1));
+    if (e->b) {
+        store_value v;
+        int rc = store_get(n->st, slot, e->s1, strlen(e->s1), 0, &v);
+        char val[48] = "";
+        if (rc == 0) {
+            snprintf(val, sizeof val, "%.*s", (int)v.len, v.data);
+            store_value_release(&v);
+        }
+        reply_client(w, n, e->a, e->u, REP_OK, rc == 0 ? val : NULL, -1, NULL);
+        return;
+    }
+    store_txn *t = store_txn_begin(n->st);
+    if (store_txn_put(t, slot, e->s1, strlen(e->s1), STORE_T_STRING, 0, e->s2, strlen(e->s2)) ||
+        store_txn_commit(t)) {
+        violation(w, "%s: a client write failed in the store", n->id);
+        return;
+    }
+    if (n->npw == n->cappw) {
+        n->cappw = n->cappw ? n->cappw * 2 : 32;
+        n->pw = realloc(n->pw, n->cappw * sizeof *n->pw);
+        if (!n->pw) abort();
+    }
+    n->pw[n->npw++] = (pendw){.client = e->a, .gen = e->u, .p = p, .epoch = rep_epoch(n->rp, p)};
+}
+
+/* ---- The coordinator model ------------------------------------------------------------ */
+
+static void push_map(sim *w, int i, unsigned grants, uint64_t sent_us) {
+    snode *n = &w->nodes[i];
+    if (!n->up || n->cut_until > w->now) return;
+    ev *e = ev_new(w, K_MAP, 0, i, ev_map);
+    e->map = malloc(sizeof *e->map);
+    if (!e->map) abort();
+    *e->map = w->cm;
+    e->u = sent_us;
+    e->u2 = grants;
+    net_send(w, MAXN, i, e);
+}
+
+static void push_all(sim *w) {
+    for (int i = 0; i < w->n; i++)
+        push_map(w, i, 0, 0);
+    w->last_push = w->now;
+}
+
+static int alive(sim *w, int i) {
+    return w->last_hb[i] && w->now - w->last_hb[i] < SUSPECT_MS * 1000ull &&
+           w->hb_inc[i] == w->cm.inc[i];
+}
+
+static void ev_hb(sim *w, ev *e) {
+    int i = e->a;
+    snode *n = &w->nodes[i];
+    if (n->cut_until > w->now) return;
+    int changed = 0;
+    if (e->b != w->cm.inc[i]) {          /* a new incarnation: out of every ISR it was in */
+        if (e->b < w->cm.inc[i]) return; /* a heartbeat of an older life, late */
+        w->cm.inc[i] = e->b;
+        for (unsigned p = 0; p < P; p++) {
+            cpart *c = &w->cm.part[p];
+            if (c->leader == i) {
+                c->failing = 1; /* promoted again (epoch + 1), maybe itself if sole ISR member */
+            } else if ((c->isr & (1u << i)) && popcount(c->isr) > 1) {
+                c->isr &= ~(1u << i);
+                c->pepoch++;
+                w->r->isr_shrinks++;
+            }
+        }
+        changed = 1;
+        trace(w, "coordinator: %s registers incarnation %d", n->id, e->b);
+    }
+    w->last_hb[i] = w->now;
+    w->hb_inc[i] = e->b;
+    unsigned grants = 0;
+    for (unsigned p = 0; p < P; p++) {
+        cpart *c = &w->cm.part[p];
+        if (c->leader == i && !c->failing) {
+            grants |= 1u << p;
+            c->grant_at = w->now;
+        }
+    }
+    if (changed) push_all(w);
+    push_map(w, i, grants, e->u);
+}
+
+static void ev_isr(sim *w, ev *e) {
+    int i = e->a;
+    if (w->nodes[i].cut_until > w->now) return;
+    unsigned p = (unsigned)e->u;
+    if (p >= P) return;
+    cpart *c = &w->cm.part[p];
+    int id = node_by_id(w, e->s2);
+    if (c->pepoch != e->u2 || c->lepoch != e->u3 || c->leader != i || id < 0 || id == i) return;
+    int member = 0;
+    for (int k = 0; k < RF; k++)
+        member |= c->rep[k] == id;
+    if (!member) return;
+    if (!strcmp(e->s1, "shrink") && (c->isr & (1u << id))) {
+        c->isr &= ~(1u << id);
+        w->r->isr_shrinks++;
+    } else if (!strcmp(e->s1, "expand") && !(c->isr & (1u << id))) {
+        c->isr |= 1u << id;
+        w->r->isr_expands++;
+    } else {
+        return;
+    }
+    c->pepoch++; /* the compare-and-set */
+    trace(w, "coordinator: partition %u ISR %s %s (epoch %llu)", p, e->s1, e->s2,
+          (unsigned long long)c->pepoch);
+    push_all(w);
+}
+
+static void failover(sim *w, unsigned p) {
+    cpart *c = &w->cm.part[p];
+    if (w->now < c->grant_at + LEASE_WAIT_US) return; /* its lease may still run */
+    int pick = -1;
+    if (w->o.coord_mutations & REPSIM_MUT_PROMOTE_NON_ISR)
+        for (int k = 0; k < RF && pick < 0; k++) {
+            int j = c->rep[k];
+            if (j != c->leader && !(c->isr & (1u << j)) && alive(w, j)) pick = j;
+        }
+    for (int k = 0; k < RF && pick < 0; k++) { /* an ISR member other than the old leader */
+        int j = c->rep[k];
+        if (j != c->leader && (c->isr & (1u << j)) && alive(w, j)) pick = j;
+    }
+    if (pick < 0 && (c->isr & (1u << c->leader)) && alive(w, c->leader))
+        pick = c->leader; /* the old leader, back with a new life, the ISR's only member */
+    if (pick < 0) return; /* offline until an ISR member is back */
+    if (pick != c->leader && popcount(c->isr) > 1) c->isr &= ~(1u << c->leader);
+    c->isr |= 1u << pick;
+    trace(w, "coordinator: partition %u fails over %s -> %s, epoch %llu", p, nid(w, c->leader),
+          nid(w, pick), (unsigned long long)c->lepoch + 1);
+    c->leader = pick;
+    c->leader_inc = w->cm.inc[pick];
+    c->lepoch++;
+    c->pepoch++;
+    c->failing = 0;
+    c->grant_at = 0;
+    w->r->failovers++;
+    push_all(w);
+}
+
+static void ev_ctick(sim *w, ev *e) {
+    (void)e;
+    for (unsigned p = 0; p < P; p++) {
+        cpart *c = &w->cm.part[p];
+        for (int k = 0; k < RF; k++) { /* followers down: out of the ISR */
+            int j = c->rep[k];
+            if (j != c->leader && (c->isr & (1u << j)) && !alive(w, j) && popcount(c->isr) > 1) {
+                c->isr &= ~(1u << j);
+                c->pepoch++;
+                w->r->isr_shrinks++;
+                trace(w, "coordinator: partition %u drops %s (down) from the ISR", p, nid(w, j));
+                push_all(w);
+            }
+        }
+        if (!alive(w, c->leader)) c->failing = 1;
+        if (c->failing) failover(w, p);
+    }
+    if (w->now - w->last_push >= MAP_PUSH_MS * 1000ull) push_all(w);
+    ev *t = ev_new(w, K_CTICK, w->now + CTICK_MS * 1000ull, -1, ev_ctick);
+    schedule(w, t);
+}
+
+/* ---- Clients -------------------------------------------------------------------------- */
+
+static void ev_cnext(sim *w, ev *e);
+static void ev_crep(sim *w, ev *e);
+static void ev_ctimeout(sim *w, ev *e);
+
+static void client_send(sim *w, sclient *c) {
+    int t = c->owner[c->p];
+    if (t < 0 || t >= w->n) t = (int)(rnd(w) % (uint64_t)w->n);
+    c->target = t;
+    ev *e = ev_new(w, K_CREQ, 0, t, ev_creq);
+    e->a = c->id;
+    e->b = c->is_read;
+    e->u = c->gen;
+    e->u2 = c->p;
+    snprintf(e->s1, sizeof e->s1, "%s", c->key);
+    snprintf(e->s2, sizeof e->s2, "%s", c->val);
+    net_send(w, -1, t, e);
+}
+
+static void client_next(sim *w, sclient *c, uint64_t after_us) {
+    c->busy = 0;
+    c->gen++;
+    ev *e = ev_new(w, K_CNEXT, w->now + after_us, -1, ev_cnext);
+    e->a = c->id;
+    e->u = c->gen;
+    schedule(w, e);
+}
+
+static void ev_cnext(sim *w, ev *e) {
+    sclient *c = &w->clients[e->a];
+    if (e->u != c->gen || w->now > w->end - QUIET_MS * 1000ull) return;
+    c->busy = 1;
+    c->attempts = 0;
+    c->is_read = w->nacks && chance(w, 300);
+    if (c->is_read) {
+        c->want = (long)(rnd(w) % w->nacks);
+        snprintf(c->key, sizeof c->key, "%s", w->acks[c->want].key);
+        c->val[0] = 0;
+    } else {
+        c->seq++;
+        snprintf(c->key, sizeof c->key, "c%d-%llu", c->id, (unsigned long long)c->seq);
+        snprintf(c->val, sizeof c->val, "v%llu-%d-%llu", (unsigned long long)(w->o.seed % 100000),
+                 c->id, (unsigned long long)c->seq);
+    }
+    c->p = keel_key_slot(c->key, strlen(c->key)) / (16384u / P);
+    ev *t = ev_new(w, K_CTIMEOUT, w->now + CLIENT_TIMEOUT_MS * 1000ull, -1, ev_ctimeout);
+    t->a = c->id;
+    t->u = c->gen;
+    schedule(w, t);
+    client_send(w, c);
+}
+
+static void ev_ctimeout(sim *w, ev *e) {
+    sclient *c = &w->clients[e->a];
+    if (e->u != c->gen || !c->busy) return;
+    c->owner[c->p] = -1; /* ask someone else next time */
+    client_next(w, c, 1000);
+}
+
+static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, const char *val,
+                         int moved, const pendw *pw) {
+    ev *e = ev_new(w, K_CREP, 0, -1, ev_crep);
+    e->a = client;
+    e->b = code;
+    e->u = gen;
+    e->u4 = (uint64_t)n->i;
+    e->u2 = (uint64_t)(int64_t)moved;
+    if (val) {
+        snprintf(e->s2, sizeof e->s2, "%s", val);
+        e->argc = 0;
+        e->s1[0] = 1; /* found */
+    }
+    if (pw) e->u2 = pw->pos, e->u3 = pw->hash;
+    send_from(n, e);
+}
+
+static void ev_cretry(sim *w, ev *e) {
+    sclient *c = &w->clients[e->a];
+    if (e->u == c->gen && c->busy) client_send(w, c);
+}
+
+static void ev_crep(sim *w, ev *e) {
+    sclient *c = &w->clients[e->a];
+    if (e->u != c->gen || !c->busy) return;
+    if (e->b == REP_OK) {
+        c->owner[c->p] = (int)e->u4;
+        if (c->is_read) {
+            acked *a = &w->acks[c->want];
+            w->r->reads_checked++;
+            if (!e->s1[0] || strcmp(e->s2, a->val) != 0)
+                violation(w, "R3: read of acknowledged %s at leader %s returned %s", a->key,
+                          nid(w, (int)e->u4), e->s1[0] ? e->s2 : "nil");
+        } else {
+            /* R4: the write's position is held by min_insync replicas and by
+             * every member of the coordinator's ISR. */
+            uint64_t pos = e->u2, hash = e->u3;
+            const cpart *cp = &w->cm.part[c->p];
+            int holders = 0;
+            for (int k = 0; k < RF; k++) {
+                int j = cp->rep[k];
+                int h = sh_holds(&w->nodes[j].sh[c->p], pos, hash);
+                holders += h;
+                if (!h && (cp->isr & (1u << j)))
+                    violation(w,
+                              "R4: %s acknowledged at position %llu of partition %u, which "
+                              "ISR member %s does not hold",
+                              c->key, (unsigned long long)pos, c->p, nid(w, j));
+            }
+            if (holders < MIN_INSYNC)
+                violation(w, "R4: %s acknowledged with %d cop%s of position %llu (min_insync %d)",
+                          c->key, holders, holders == 1 ? "y" : "ies", (unsigned long long)pos,
+                          MIN_INSYNC);
+            if (w->nacks == w->capacks) {
+                w->capacks = w->capacks ? w->capacks * 2 : 4096;
+                w->acks = realloc(w->acks, w->capacks * sizeof *w->acks);
+                if (!w->acks) abort();
+            }
+            acked *a = &w->acks[w->nacks++];
+            snprintf(a->key, sizeof a->key, "%s", c->key);
+            snprintf(a->val, sizeof a->val, "%s", c->val);
+            a->p = c->p;
+            w->r->writes_acked++;
+        }
+        client_next(w, c, rnd_in(w, 0, 3000));
+        return;
+    }
+    if (++c->attempts > 20) {
+        client_next(w, c, 10000);
+        return;
+    }
+    if (e->b == REP_ENOTLEADER) {
+        int to = (int)(int64_t)e->u2;
+        c->owner[c->p] = to >= 0 && to != (int)e->u4 ? to : -1;
+        client_send(w, c);
+        return;
+    }
+    /* TRYAGAIN (no lease) or NOREPLICAS: again a little later. */
+    ev *r = ev_new(w, K_CNEXT, w->now + 50000, -1, ev_cretry);
+    r->a = c->id;
+    r->u = c->gen;
+    schedule(w, r);
+}
+
+/* ---- Faults ------------------------------------------------------------------------------ */
+
+static void ev_fault(sim *w, ev *e) {
+    (void)e;
+    if (w->now >= w->fault_end) return;
+    int i = (int)(rnd(w) % (uint64_t)w->n);
+    snode *n = &w->nodes[i];
+    unsigned f = (unsigned)(rnd(w) % 100);
+    w->r->faults++;
+    if (f < 14) {
+        if (n->up && w->down == 0) node_crash(w, n, "fault");
+    } else if (f < 34) {
+        int j = (int)(rnd(w) % (uint64_t)w->n);
+        if (j != i) {
+            trace(w, "drop %s <-> %s", n->id, w->nodes[j].id);
+            conn_break(w, i, j);
+            w->r->drops++;
+        }
+    } else if (f < 48) {
+        if (n->up) {
+            n->cut_until = w->now + rnd_in(w, 200000, 2000000);
+            trace(w, "%s cut off from the coordinator until %.3f", n->id, n->cut_until / 1e6);
+            w->r->cuts++;
+        }
+    } else if (f < 62) {
+        if (n->up && n->paused_until <= w->now) {
+            n->paused_until = w->now + rnd_in(w, 50000, 1000000);
+            trace(w, "%s paused until %.3f", n->id, n->paused_until / 1e6);
+            w->r->pauses++;
+        }
+    } else if (f < 72) {
+        n->clock_off += (int64_t)rnd_in(w, 10000, 300000); /* steps forward only: monotonic */
+        w->r->clock_steps++;
+    } else if (f < 88) {
+        w->slow_until = w->now + rnd_in(w, 100000, 800000);
+    } else {
+        if (n->up) n->fail_next_sync = 1;
+    }
+    ev *t = ev_new(w, K_FAULT, w->now + rnd_in(w, 80000, 350000), -1, ev_fault);
+    schedule(w, t);
+}
+
+/* ---- Checks ------------------------------------------------------------------------------ */
+
+/* R1 and R2 (a leader serves only holding every acknowledged write: checked
+ * the first time it may serve in an epoch; a map that made it leader in an
+ * epoch already over, delivered late, gives it no lease and is no failover). */
+static void check_r1(sim *w) {
+    for (unsigned p = 0; p < P; p++) {
+        int who = -1;
+        for (int i = 0; i < w->n; i++) {
+            snode *n = &w->nodes[i];
+            if (!n->up || n->paused_until > w->now) continue;
+            if (rep_read_check(n->rp, p) == REP_OK && n->served_epoch[p] != rep_epoch(n->rp, p)) {
+                n->served_epoch[p] = rep_epoch(n->rp, p);
+                check_new_leader(w, n, p);
+            }
+            if (rep_write_check(n->rp, p) != REP_OK) continue;
+            if (who >= 0) {
+                violation(w,
+                          "R1: %s (epoch %llu) and %s (epoch %llu) both accept writes for "
+                          "partition %u",
+                          w->nodes[who].id, (unsigned long long)rep_epoch(w->nodes[who].rp, p),
+                          n->id, (unsigned long long)rep_epoch(n->rp, p), p);
+                return;
+            }
+            who = i;
+        }
+    }
+}
+
+static void check_end(sim *w) {
+    unsigned per = 16384u / P;
+    for (unsigned p = 0; p < P && !w->r->violation; p++) {
+        cpart *c = &w->cm.part[p];
+        snode *l = &w->nodes[c->leader];
+        if (!l->up || rep_write_check(l->rp, p) != REP_OK) {
+            violation(w, "L: partition %u has no leader accepting writes at the end (%s, %s)", p,
+                      l->id, l->up ? "refuses" : "down");
+            return;
+        }
+        if (popcount(c->isr) < MIN_INSYNC) {
+            violation(w, "L: partition %u ends with an ISR of %d", p, popcount(c->isr));
+            return;
+        }
+        uint64_t lx, lk, x, k;
+        if (store_range_digest(l->st, p * per, p * per + per - 1, &lx, &lk)) abort();
+        for (int j = 0; j < w->n; j++) {
+            if (j == c->leader || !(c->isr & (1u << j))) continue;
+            snode *f = &w->nodes[j];
+            if (!f->up || store_range_digest(f->st, p * per, p * per + per - 1, &x, &k)) {
+                violation(w, "L: ISR member %s of partition %u is down at the end", f->id, p);
+                return;
+            }
+            if (x != lx || k != lk)
+                violation(w,
+                          "L: ISR member %s of partition %u differs from leader %s (%llu vs "
+                          "%llu keys)",
+                          f->id, p, l->id, (unsigned long long)k, (unsigned long long)lk);
+        }
+        check_new_leader(w, l, p); /* every acknowledged key, on its leader */
+    }
+}
+
+/* ---- The run ----------------------------------------------------------------------------- */
+
+static void rm_rf(const char *dir) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) {
+    }
+}
+
+static int preload(sim *w) {
+    for (int k = 0; k < PRELOAD; k++) {
+        if (w->nacks == w->capacks) {
+            w->capacks = w->capacks ? w->capacks * 2 : 4096;
+            w->acks = realloc(w->acks, w->capacks * sizeof *w->acks);
+            if (!w->acks) abort();
+        }
+        acked *a = &w->acks[w->nacks++];
+        snprintf(a->key, sizeof a->key, "pre-%d", k);
+        snprintf(a->val, sizeof a->val, "p%d-%llu", k, (unsigned long long)(rnd(w) % 1000000));
+        unsigned slot = keel_key_slot(a->key, strlen(a->key));
+        a->p = slot / (16384u / P);
+        for (int r = 0; r < RF; r++) {
+            snode *n = &w->nodes[w->cm.part[a->p].rep[r]];
+            store_txn *t = store_txn_begin(n->st);
+            if (store_txn_put(t, slot, a->key, strlen(a->key), STORE_T_STRING, 0, a->val,
+                              strlen(a->val)) ||
+                store_txn_commit(t))
+                return -1;
+        }
+    }
+    for (int i = 0; i < w->n; i++)
+        if (store_sync(w->nodes[i].st, NULL)) return -1;
+    return 0;
+}
+
+int repsim_run(const repsim_opts *o, repsim_result *r) {
+    memset(r, 0, sizeof *r);
+    sim *w = calloc(1, sizeof *w);
+    if (!w) return -1;
+    w->o = *o;
+    w->r = r;
+    w->rng = o->seed * 0x2545f4914f6cdd1dull + 7;
+    w->n = o->nodes ? o->nodes : 3 + (int)(rnd(w) % 3);
+    if (w->n < 3) w->n = 3;
+    if (w->n > MAXN) w->n = MAXN;
+    w->fault_end = (o->fault_ms ? o->fault_ms : 6000) * 1000ull;
+    w->end = w->fault_end + SETTLE_MS * 1000ull;
+    const char *base = o->dir                          ? o->dir
+                       : access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+                       : getenv("TMPDIR")              ? getenv("TMPDIR")
+                                                       : "/tmp";
+    char root[256];
+    snprintf(root, sizeof root, "%s/repsim-%d-%llu", base, (int)getpid(),
+             (unsigned long long)o->seed);
+    rm_rf(root);
+    mkdir(root, 0700);
+    int rc = 0;
+    for (unsigned p = 0; p < P; p++) {
+        cpart *c = &w->cm.part[p];
+        for (int k = 0; k < RF; k++)
+            c->rep[k] = (int)((p + (unsigned)k) % (unsigned)w->n);
+        c->leader = c->rep[0];
+        c->isr = (1u << c->rep[0]) | (1u << c->rep[1]) | (1u << c->rep[2]);
+        c->lepoch = c->pepoch = 1;
+    }
+    for (int i = 0; i < w->n; i++) {
+        snode *n = &w->nodes[i];
+        n->w = w, n->i = i;
+        snprintf(n->id, sizeof n->id, "n%d", i);
+        snprintf(n->dir, sizeof n->dir, "%s/%s", root, n->id);
+        n->rate = 0.98 + (double)(rnd(w) % 4001) / 100000.0; /* 0.98 .. 1.02 */
+        n->clock_off = (int64_t)rnd_in(w, 0, 1000000000);
+        if (node_start(w, n)) {
+            rc = -1;
+            goto done;
+        }
+    }
+    if (preload(w)) {
+        snprintf(r->what, sizeof r->what, "preload failed");
+        rc = -1;
+        goto done;
+    }
+    for (int i = 0; i < w->n; i++) {
+        w->last_hb[i] = 1; /* as if each had just registered */
+        w->hb_inc[i] = w->cm.inc[i] = w->nodes[i].inc;
+        node_apply_map(w, &w->nodes[i], &w->cm);
+    }
+    for (int c = 0; c < CLIENTS; c++) {
+        sclient *cl = &w->clients[c];
+        cl->id = c;
+        for (unsigned p = 0; p < P; p++)
+            cl->owner[p] = -1;
+        client_next(w, cl, rnd_in(w, 0, 20000));
+    }
+    schedule(w, ev_new(w, K_CTICK, CTICK_MS * 1000ull, -1, ev_ctick));
+    schedule(w, ev_new(w, K_FAULT, 300000, -1, ev_fault));
+    uint64_t trace_h = 0xcbf29ce484222325ull;
+    while (!r->violation) {
+        ev *e = heap_pop(w);
+        if (!e || e->at > w->end) {
+            if (e) ev_free(e);
+            break;
+        }
+        w->now = e->at;
+        r->events++;
+        trace_h = (trace_h ^ (uint64_t)e->kind) * 0x100000001b3ull;
+        trace_h = (trace_h ^ (uint64_t)(e->node + 1)) * 0x100000001b3ull;
+        trace_h = (trace_h ^ e->at) * 0x100000001b3ull;
+        if (o->verbose > 1) trace(w, "event %d node %d", e->kind, e->node);
+        if (e->node >= 0) {
+            snode *n = &w->nodes[e->node];
+            if (!n->up || n->inc != e->inc) {
+                ev_free(e);
+                continue;
+            }
+            if (n->paused_until > w->now) { /* frozen: runs after, in the same order */
+                e->at = n->paused_until;
+                schedule(w, e);
+                continue;
+            }
+            if (e->kind == K_PEERDOWN)
+                rep_peer_down(n->rp, w->nodes[e->a].id);
+            else
+                e->fn(w, e);
+            node_turn_end(w, n);
+        } else {
+            e->fn(w, e);
+        }
+        ev_free(e);
+        check_r1(w);
+    }
+    if (!r->violation) {
+        w->now = w->end;
+        check_end(w);
+    }
+    r->trace = trace_h;
+    r->sim_ms = w->now / 1000;
+    for (int i = 0; i < w->n; i++) {
+        snode *n = &w->nodes[i];
+        if (n->rp) {
+            rep_stats s;
+            rep_get_stats(n->rp, &s);
+            r->copies += (unsigned)s.copies_received;
+            r->truncations += (unsigned)s.truncations;
+        }
+    }
+done:
+    for (int i = 0; i < w->n; i++) {
+        snode *n = &w->nodes[i];
+        for (size_t k = 0; k < n->nout; k++)
+            ev_free(n->out[k]);
+        free(n->out);
+        free(n->pw);
+        rep_free(n->rp);
+        store_free(n->st);
+        for (unsigned p = 0; p < P; p++) {
+            free(n->sh[p].hash);
+            free(n->sh[p].epoch);
+        }
+    }
+    while (w->nheap)
+        ev_free(heap_pop(w));
+    free(w->heap);
+    free(w->acks);
+    free(w);
+    rm_rf(root);
+    return rc;
+}

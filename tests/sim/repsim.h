@@ -1,0 +1,69 @@
+/* repsim.h - a deterministic simulator of replicated partitions (DESIGN.md
+ * §11, §12; docs/replication.md step 2, docs/move-simulation.md).
+ *
+ * One process, one thread, one seed: a coordinator model and 3-5 nodes, RF 3,
+ * min_insync 2. Each node runs the real replication engines
+ * (node/rep_engine.h) over a real RocksDB store (in /dev/shm when present);
+ * only the environment is simulated - clock (per-node skew and forward
+ * steps), timers, network (delays, bursts, dropped connections), crashes,
+ * pauses, a cut between a node and the coordinator, failed turn writes. The
+ * coordinator model holds replicas, ISR, leader epoch and partition epoch per
+ * partition; it commits ISR changes by compare-and-set on the partition
+ * epoch, shrinks the ISR of down or restarted followers, grants leases with
+ * heartbeat replies and fails over only to an ISR member, with leader epoch
+ * + 1, after waiting out the old leader's lease. Clients write unique keys
+ * and read acknowledged ones.
+ *
+ * Checked after every event:
+ *   R1  at most one node accepts writes for a partition (rep_write_check);
+ *   R5  no position applied twice on a node with different contents, and
+ *       the leader epochs along a node's log never go down; the epoch a
+ *       node knows for a partition never goes down within its life;
+ * when a write is acknowledged to a client:
+ *   R4  at least min_insync replicas hold its position (with its contents)
+ *       and so does every member of the coordinator's ISR;
+ * when a node may first serve a partition in a leader epoch (has a lease):
+ *   R2  every acknowledged write of the partition is in its store;
+ * on every read:
+ *   R3  a read at a leader of an acknowledged key returns its value;
+ * at the end (faults over, clients stopped):
+ *   L   every partition has a leader accepting writes and an ISR of at
+ *       least min_insync members, each holding the leader's data (digest),
+ *       and every acknowledged key is on its leader.
+ *
+ * A run is a pure function of its options (trace and events repeat).
+ */
+#ifndef KEEL_REPSIM_H
+#define KEEL_REPSIM_H
+
+#include <stdint.h>
+
+/* Mutations of the coordinator model (the engines' are REP_MUT_*). */
+enum {
+    REPSIM_MUT_PROMOTE_NON_ISR = 1 << 0 /* fail over to a replica outside the ISR when one is up */
+};
+
+typedef struct repsim_opts {
+    uint64_t seed;
+    int nodes;                /* 3..5; 0 = chosen by the seed */
+    unsigned node_mutations;  /* REP_MUT_* for every node's engines */
+    unsigned coord_mutations; /* REPSIM_MUT_* */
+    uint64_t fault_ms;        /* simulated time with faults; 0 = 6000 */
+    int verbose;              /* 1: steps to stderr; 2: every event */
+    const char *dir;          /* where the stores live; NULL = /dev/shm, $TMPDIR or /tmp */
+} repsim_opts;
+
+typedef struct repsim_result {
+    int violation;
+    char what[512];
+    uint64_t events, trace, sim_ms;
+    uint64_t writes_acked, reads_checked, faults;
+    unsigned failovers, isr_shrinks, isr_expands, copies, truncations, noreplicas;
+    unsigned crashes, drops, pauses, cuts, clock_steps, disk_errors;
+} repsim_result;
+
+/* Runs one simulation. 0 (see r->violation), or -1 if the simulator itself
+ * could not run (r->what says why). */
+int repsim_run(const repsim_opts *o, repsim_result *r);
+
+#endif
