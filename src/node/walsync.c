@@ -37,6 +37,7 @@ struct walsync {
     int early_rc;
     store_wal_sync ws;
     wlist batch, waiting;
+    wlist *answering; /* the list on_wake is answering, or NULL */
     uint64_t last_us;
 };
 
@@ -116,13 +117,23 @@ static void on_wake(uv_async_t *h) {
     }
     w->inflight = 0;
     uv_unref((uv_handle_t *)&w->wake);
-    /* Callbacks may request again (into waiting) or cancel (in batch). */
-    for (size_t i = 0; i < w->batch.n; i++) {
-        wreq r = w->batch.v[i];
+    /* Answer from a list of its own: a callback may request again (a new
+     * fsync starts at once, with a batch of its own) or cancel (reaching
+     * the entries not yet answered through w->answering). */
+    wlist ans = w->batch;
+    w->batch = (wlist){0};
+    w->answering = &ans;
+    for (size_t i = 0; i < ans.n; i++) {
+        wreq r = ans.v[i];
         if (r.fn) r.fn(r.arg, rc);
     }
-    w->batch.n = 0;
-    if (w->waiting.n) start(w);
+    w->answering = NULL;
+    ans.n = 0;
+    if (!w->batch.v) /* keep the storage */
+        w->batch = ans;
+    else
+        free(ans.v);
+    if (w->waiting.n && !w->inflight) start(w);
 }
 
 walsync *walsync_new(uv_loop_t *loop, store *st) {
@@ -192,6 +203,9 @@ void walsync_cancel(walsync *w, void *arg) {
     wlist_drop(&w->waiting, arg);
     for (size_t i = 0; i < w->batch.n; i++)
         if (w->batch.v[i].arg == arg) w->batch.v[i].fn = NULL;
+    if (w->answering)
+        for (size_t i = 0; i < w->answering->n; i++)
+            if (w->answering->v[i].arg == arg) w->answering->v[i].fn = NULL;
 }
 
 int walsync_busy(const walsync *w) {

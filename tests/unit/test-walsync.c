@@ -145,6 +145,27 @@ static void cancelled_never_answered(void **state) {
     assert_int_equal(f->answers[2], 1);
 }
 
+/* A callback that requests again (the move engine resumes a held VERIFY
+ * whose re-run lets the next VERIFY on the same connection ask for its own
+ * fsync) is answered too: that request once vanished with the batch being
+ * answered. */
+static void on_done_again(void *arg, int rc) {
+    on_done(arg, rc);
+    put(F, "later");
+    assert_int_equal(walsync_request(F->w, on_done, (void *)(intptr_t)1), 0);
+}
+
+static void request_from_callback_answered(void **state) {
+    fixture *f = *state;
+    put(f, "a");
+    assert_int_equal(walsync_request(f->w, on_done_again, (void *)(intptr_t)0), 0);
+    run_until_idle(f);
+    assert_int_equal(f->answers[0], 1);
+    assert_int_equal(f->answers[1], 1);
+    assert_int_equal(f->rcs[1], 0);
+    assert_all_durable(f);
+}
+
 /* free with an fsync in flight joins the worker; no callback runs. */
 static void free_in_flight(void **state) {
     fixture *f = *state;
@@ -162,6 +183,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(nothing_to_sync_is_answered, setup, teardown),
         cmocka_unit_test_setup_teardown(later_requests_get_the_next_fsync, setup, teardown),
         cmocka_unit_test_setup_teardown(cancelled_never_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_from_callback_answered, setup, teardown),
         cmocka_unit_test_setup_teardown(free_in_flight, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
