@@ -161,6 +161,20 @@ static void reply_unknown(cmd_ctx *x) {
 
 int cmd_keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
     *has_keys = 0;
+    if (d->getkeys) { /* a bad argument list is the handler's error to reply */
+        int pos[256];
+        int n = d->getkeys(x->argc, x->argv, x->argvlen, pos, 256);
+        for (int i = 0; i < n && i < 256; i++) {
+            unsigned slot = keel_key_slot(x->argv[pos[i]], x->argvlen[pos[i]]);
+            if (*has_keys && slot != x->slot) {
+                reply_err(x, "CROSSSLOT Keys in request don't hash to the same slot");
+                return -1;
+            }
+            x->slot = slot;
+            *has_keys = 1;
+        }
+        return 0;
+    }
     int first = d->first_key, last, step;
     if (d->keynum > 0) { /* a bad count is the handler's error to reply */
         long long nk;

@@ -57,6 +57,10 @@ typedef struct cmd_def {
     const struct cmd_def *subs; /* container commands; terminated by name NULL */
     int keynum;                 /* >0: argv[keynum] counts the keys that follow it (SINTERCARD);
                                    first_key..key_step are then 0 as in COMMAND */
+    /* Keys found by searching the arguments (XREAD's STREAMS): writes up to
+     * cap argv indexes to pos and returns how many, or -1 for arguments it
+     * cannot parse (the handler replies the error). Reported movablekeys. */
+    int (*getkeys)(int argc, char **argv, const size_t *argvlen, int *pos, int cap);
 } cmd_def;
 
 /* Looks up a command by name (any case). NULL if unknown. */

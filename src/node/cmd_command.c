@@ -22,6 +22,37 @@ static const char *flag_names[] = {"write", "readonly", "fast",  "no_auth",
 #define NFLAGS (sizeof flag_names / sizeof *flag_names)
 
 static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
+    if (d->getkeys) { /* XREAD, XREADGROUP: keyword STREAMS, then half of the rest */
+        resp_w_array(x->out, 1);
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "flags");
+        resp_w_set(x->out, x->proto, 2);
+        resp_w_simple(x->out, "RO");
+        resp_w_simple(x->out, "access");
+        resp_w_bulkstr(x->out, "begin_search");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "keyword");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "keyword");
+        resp_w_bulkstr(x->out, "STREAMS");
+        resp_w_bulkstr(x->out, "startfrom");
+        resp_w_int(x->out, d->flags & CMD_WRITE ? 4 : 1);
+        resp_w_bulkstr(x->out, "find_keys");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "range");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "lastkey");
+        resp_w_int(x->out, -1);
+        resp_w_bulkstr(x->out, "keystep");
+        resp_w_int(x->out, 1);
+        resp_w_bulkstr(x->out, "limit");
+        resp_w_int(x->out, 2);
+        return;
+    }
     if (d->keynum > 0) { /* numkeys at keynum, then the keys */
         resp_w_array(x->out, 1);
         resp_w_map(x->out, x->proto, 3);
@@ -98,7 +129,8 @@ static void write_command_info(cmd_ctx *x, const cmd_def *d, const char *parent)
     resp_w_bulkstr(x->out, name);
     resp_w_int(x->out, d->arity);
     /* movablekeys: the keys depend on the arguments (numkeys, SORT's STORE) */
-    int movable = d->keynum > 0 || !strcmp(d->name, "sort") || !strcmp(d->name, "sort_ro");
+    int movable = d->keynum > 0 || d->getkeys || !strcmp(d->name, "sort") ||
+                  !strcmp(d->name, "sort_ro");
     size_t nf = (size_t)movable;
     for (size_t i = 0; i < NFLAGS; i++)
         nf += (d->flags >> i) & 1;
@@ -323,6 +355,16 @@ static const struct {
     {"fcall", "RW access update", NULL},
     {"lmpop", "RW access delete", NULL},
     {"restore", "OW update", NULL},
+    {"xadd", "RW update", NULL},
+    {"xautoclaim", "RW delete", NULL},
+    {"xdel", "RW delete", NULL},
+    {"xtrim", "RW delete", NULL},
+    {"xreadgroup", "RO access", NULL},
+    {"xgroup|create", "RW insert", NULL},
+    {"xgroup|createconsumer", "RW insert", NULL},
+    {"xgroup|delconsumer", "RW delete", NULL},
+    {"xgroup|destroy", "RW delete", NULL},
+    {"xgroup|setid", "RW update", NULL},
 };
 
 /* Commands whose keys may be absent (redis' CMD_NO_MANDATORY_KEYS): a bad
@@ -344,7 +386,7 @@ static const char *flags_for(const char *full, const cmd_def *d, int first) {
 
 /* 1 if d takes key arguments at all (redis' doesCommandHaveKeys). */
 static int has_key_args(const cmd_def *parent, const cmd_def *d) {
-    return d->keynum > 0 || d->first_key > 0 || !strcmp(d->name, "object") ||
+    return d->keynum > 0 || d->first_key > 0 || d->getkeys || !strcmp(d->name, "object") ||
            (parent && !strcmp(parent->name, "memory") && !strcmp(d->name, "usage"));
 }
 
@@ -374,6 +416,10 @@ static int key_positions(const cmd_def *parent, const cmd_def *d, int argc, char
         }
         if (store && store < argc && n < cap) pos[n++] = store;
         return n;
+    }
+    if (d->getkeys) {
+        int k = d->getkeys(argc, argv, argvlen, pos, cap);
+        return k < 0 ? -2 : k;
     }
     if (d->keynum > 0) {
         long long nk;
