@@ -534,10 +534,20 @@ void cmd_xdel(cmd_ctx *x) {
     if (db_finish(x, t, rc) == 0) resp_w_int(x->out, (long long)nd);
 }
 
-/* The last entry's id (redis' streamLastValidID), or 0-0 when empty. */
+/* The last entry's id (redis' streamLastValidID), or 0-0 when empty: most
+ * often the last generated id itself (a point read), else a reverse seek. */
 int st_last_valid(cmd_ctx *x, const char *k, size_t kl, const smeta *m, sid *out) {
     *out = (sid){0, 0};
     if (!m->length) return 0;
+    char f[17];
+    store_value v;
+    int g = st_sub_get(x, NULL, k, kl, m, f, sf_entry(f, m->last), &v);
+    if (g == 0) {
+        store_value_release(&v);
+        *out = m->last;
+        return 0;
+    }
+    if (g != KEEL_ENOTFOUND) return g;
     slist l = {0};
     long n = st_load_entries(x, k, kl, m, (sid){0, 0}, m->last, 1, 1, &l);
     if (n > 0) *out = l.r[0].id;

@@ -1001,6 +1001,15 @@ static int info_full(cmd_ctx *x, const smeta *m, long long count) {
     return rc;
 }
 
+/* Loads the last entry into l (see st_last_valid). */
+static long load_last(cmd_ctx *x, const smeta *m, slist *l) {
+    sid last;
+    int rc = st_last_valid(x, GK(x), m, &last);
+    if (rc) return rc;
+    if (!m->length) return 0;
+    return st_load_entries(x, GK(x), m, last, last, 0, 1, l);
+}
+
 /* radix-tree-keys: the listpack nodes from the first entry's to the last
  * entry's (two seeks; a node emptied by XDEL in the middle still counts,
  * where redis would have freed it). */
@@ -1008,7 +1017,7 @@ static long count_nodes(cmd_ctx *x, const smeta *m, long long *nodes) {
     slist f = {0}, l = {0};
     *nodes = 0;
     long n = st_load_entries(x, GK(x), m, ZEROID, MAXID, 0, 1, &f);
-    if (n > 0) n = st_load_entries(x, GK(x), m, ZEROID, MAXID, 1, 1, &l);
+    if (n > 0) n = load_last(x, m, &l);
     if (n > 0 && f.n && l.n) {
         uint64_t a = 0, b = 0;
         for (size_t i = 0; i < 8 && i < f.r[0].vlen && i < l.r[0].vlen; i++) {
@@ -1051,7 +1060,7 @@ void cmd_xinfo_stream(cmd_ctx *x) {
     slist groups = {0}, first = {0}, last = {0};
     if (rcn >= 0 && !full) rcn = st_load_groups(x, GK(x), &m, &groups);
     if (rcn >= 0 && !full) rcn = st_load_entries(x, GK(x), &m, ZEROID, MAXID, 0, 1, &first);
-    if (rcn >= 0 && !full) rcn = st_load_entries(x, GK(x), &m, ZEROID, MAXID, 1, 1, &last);
+    if (rcn >= 0 && !full) rcn = load_last(x, &m, &last);
     if (rcn < 0) {
         st_fail(x, NULL, (int)rcn);
         goto out;
