@@ -129,7 +129,7 @@ static uint64_t entry_node(const srec *r) {
 /* A trim decided before the txn: the stored entries to delete, whether the
  * entry being appended goes too, and the first id left. */
 typedef struct trim_plan {
-    slist head;    /* loaded head entries; del[i] marks those that go */
+    slist head; /* loaded head entries; del[i] marks those that go */
     char *del;
     size_t ndel;
     int drop_new;  /* the appended entry is trimmed away as well */
@@ -173,8 +173,8 @@ static int plan_trim(cmd_ctx *x, const smeta *m, const trim_args *a, const sid *
     if (!all_loaded && nload) {
         sid after = p->head.r[nload - 1].id;
         if (!sid_incr(&after)) {
-            long n = st_load_entries(x, K(x), m, after, (sid){UINT64_MAX, UINT64_MAX}, 0, 1,
-                                     &p->head);
+            long n =
+                st_load_entries(x, K(x), m, after, (sid){UINT64_MAX, UINT64_MAX}, 0, 1, &p->head);
             if (n < 0) return (int)n;
         }
     }
@@ -213,9 +213,9 @@ static int plan_trim(cmd_ctx *x, const smeta *m, const trim_args *a, const sid *
         uint64_t entries = j - i;
         int complete = j < n || complete_end;
         if (a->limit && deleted + entries > (uint64_t)a->limit) break;
-        int remove = complete && (a->strategy == TRIM_MAXLEN
-                                      ? total - deleted - entries >= (uint64_t)a->maxlen
-                                      : sid_cmp(p->head.r[j - 1].id, a->minid) < 0);
+        int remove = complete &&
+                     (a->strategy == TRIM_MAXLEN ? total - deleted - entries >= (uint64_t)a->maxlen
+                                                 : sid_cmp(p->head.r[j - 1].id, a->minid) < 0);
         if (remove) {
             memset(p->del + i, 1, j - i);
             deleted += entries;
@@ -225,7 +225,7 @@ static int plan_trim(cmd_ctx *x, const smeta *m, const trim_args *a, const sid *
         if (a->approx) break;
         while (i < j) {
             int stop = a->strategy == TRIM_MAXLEN ? total - deleted <= (uint64_t)a->maxlen
-                                                   : sid_cmp(p->head.r[i].id, a->minid) >= 0;
+                                                  : sid_cmp(p->head.r[i].id, a->minid) >= 0;
             if (stop) break;
             p->del[i++] = 1;
             deleted++;
@@ -500,8 +500,8 @@ void cmd_xdel(cmd_ctx *x) {
     }
     slist l = {0};
     if (!rc && nd && m.length > nd && first_gone) { /* the new first entry */
-        long got = st_load_entries(x, K(x), &m, m.first, (sid){UINT64_MAX, UINT64_MAX}, 0,
-                                   nd + 1, &l);
+        long got =
+            st_load_entries(x, K(x), &m, m.first, (sid){UINT64_MAX, UINT64_MAX}, 0, nd + 1, &l);
         if (got < 0) rc = (int)got;
         size_t d = 0;
         for (size_t i = 0; i < l.n && !rc; i++) {

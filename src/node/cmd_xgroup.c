@@ -20,8 +20,7 @@
 
 static void reply_help(cmd_ctx *x, const char *cmd, const char *const *lines, size_t n) {
     char head[96];
-    snprintf(head, sizeof head, "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-             cmd);
+    snprintf(head, sizeof head, "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd);
     resp_w_array(x->out, n + 3);
     resp_w_simple(x->out, head);
     for (size_t i = 0; i < n; i++)
@@ -42,21 +41,20 @@ void cmd_xgroup(cmd_ctx *x) {
 }
 
 void cmd_xgroup_help(cmd_ctx *x) {
-    static const char *const help[] = {
-        "CREATE <key> <groupname> <id|$> [option]",
-        "    Create a new consumer group. Options are:",
-        "    * MKSTREAM",
-        "      Create the empty stream if it does not exist.",
-        "    * ENTRIESREAD entries_read",
-        "      Set the group's entries_read counter (internal use).",
-        "CREATECONSUMER <key> <groupname> <consumer>",
-        "    Create a new consumer in the specified group.",
-        "DELCONSUMER <key> <groupname> <consumer>",
-        "    Remove the specified consumer.",
-        "DESTROY <key> <groupname>",
-        "    Remove the specified group.",
-        "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-        "    Set the current group ID and entries_read counter."};
+    static const char *const help[] = {"CREATE <key> <groupname> <id|$> [option]",
+                                       "    Create a new consumer group. Options are:",
+                                       "    * MKSTREAM",
+                                       "      Create the empty stream if it does not exist.",
+                                       "    * ENTRIESREAD entries_read",
+                                       "      Set the group's entries_read counter (internal use).",
+                                       "CREATECONSUMER <key> <groupname> <consumer>",
+                                       "    Create a new consumer in the specified group.",
+                                       "DELCONSUMER <key> <groupname> <consumer>",
+                                       "    Remove the specified consumer.",
+                                       "DESTROY <key> <groupname>",
+                                       "    Remove the specified group.",
+                                       "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+                                       "    Set the current group ID and entries_read counter."};
     reply_help(x, "XGROUP", help, sizeof help / sizeof *help);
 }
 
@@ -80,8 +78,7 @@ static int xgroup_open(cmd_ctx *x, xg *s, int create, int setid, int need_group)
         if (create && !strcasecmp(x->argv[i], "mkstream")) {
             s->mkstream = 1;
             i++;
-        } else if ((create || setid) && !strcasecmp(x->argv[i], "entriesread") &&
-                   i + 1 < x->argc) {
+        } else if ((create || setid) && !strcasecmp(x->argv[i], "entriesread") && i + 1 < x->argc) {
             if (arg_ll(x->argv[i + 1], x->argvlen[i + 1], &s->entries_read)) {
                 reply_not_int(x);
                 return 0;
@@ -142,8 +139,8 @@ void cmd_xgroup_create(cmd_ctx *x) {
     store_txn *t = store_txn_begin(x->srv->st);
     int rc = s.exists ? 0 : sm_save(x, t, GK(x), &s.m);
     sgroup g = {.last = id,
-                .entries_read = s.entries_read < 0 ? ENTRIES_READ_INVALID
-                                                   : (uint64_t)s.entries_read};
+                .entries_read =
+                    s.entries_read < 0 ? ENTRIES_READ_INVALID : (uint64_t)s.entries_read};
     if (!rc) rc = sg_put(x, t, GK(x), &s.m, GN(x), &g);
     if (db_finish(x, t, rc) == 0) reply_ok(x);
 }
@@ -883,8 +880,8 @@ void cmd_xinfo_groups(cmd_ctx *x) {
         slist cons = {0}, pel = {0};
         long a = st_load_consumers(x, GK(x), &m, groups.r[i].name, groups.r[i].namelen, &cons);
         if (a >= 0)
-            a = st_load_pel(x, GK(x), &m, groups.r[i].name, groups.r[i].namelen, ZEROID, MAXID,
-                            0, &pel);
+            a = st_load_pel(x, GK(x), &m, groups.r[i].name, groups.r[i].namelen, ZEROID, MAXID, 0,
+                            &pel);
         if (a < 0) rc = (int)a;
         x->out = &body;
         resp_w_map(x->out, x->proto, 6);

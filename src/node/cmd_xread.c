@@ -115,8 +115,8 @@ static int resolve(cmd_ctx *x, xr_args *a) {
 /* XREADGROUP ">": delivers entries after the group's last id. Writes the
  * [key, entries] reply into x->out. Returns entries served (0: nothing,
  * nothing written) or a negative KEEL_E*. */
-static long serve_new(cmd_ctx *x, const xr_args *a, const char *k, size_t kl, smeta *m,
-                      sgroup *g, size_t count) {
+static long serve_new(cmd_ctx *x, const xr_args *a, const char *k, size_t kl, smeta *m, sgroup *g,
+                      size_t count) {
     sid start = g->last;
     if (sid_incr(&start)) return 0;
     slist l = {0};
@@ -162,8 +162,8 @@ static long serve_new(cmd_ctx *x, const xr_args *a, const char *k, size_t kl, sm
 
 /* XREADGROUP with an id: the consumer's own pending entries after it.
  * Always replies [key, entries] (possibly empty). */
-static long serve_history(cmd_ctx *x, const xr_args *a, const char *k, size_t kl,
-                          const smeta *m, sid after, size_t count) {
+static long serve_history(cmd_ctx *x, const xr_args *a, const char *k, size_t kl, const smeta *m,
+                          sid after, size_t count) {
     slist pel = {0};
     long n = 0;
     int rc = 0;

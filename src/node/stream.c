@@ -309,8 +309,8 @@ static long load_range(cmd_ctx *x, const char *k, size_t kl, const smeta *m, con
     size_t before = out->n;
     n = rev ? store_scan_range_rev(x->srv->st, x->slot, lo, pl + flol, hi, hl, 0,
                                    max ? max : SIZE_MAX, x->now_ms, load_one, &c)
-            : store_scan_range(x->srv->st, x->slot, lo, pl + flol, hi, hl, 0,
-                               max ? max : SIZE_MAX, x->now_ms, load_one, &c);
+            : store_scan_range(x->srv->st, x->slot, lo, pl + flol, hi, hl, 0, max ? max : SIZE_MAX,
+                               x->now_ms, load_one, &c);
     if (c.oom) n = KEEL_ENOMEM;
     if (n >= 0) n = (long)(out->n - before);
 done:

@@ -69,8 +69,7 @@ void sid_reply(cmd_ctx *x, sid id);
 int sid_parse(cmd_ctx *x, const char *s, size_t n, sid *id, uint64_t missing_seq, int strict,
               int *seq_given);
 /* XRANGE-style interval bound: "(" prefix = exclusive (*ex set). */
-int sid_parse_interval(cmd_ctx *x, const char *s, size_t n, sid *id, int *ex,
-                       uint64_t missing_seq);
+int sid_parse_interval(cmd_ctx *x, const char *s, size_t n, sid *id, int *ex, uint64_t missing_seq);
 void sid_put(char *p, sid id);
 sid sid_get(const char *p);
 
@@ -91,8 +90,8 @@ size_t sf_cons(char *out, const char *g, size_t gl, const char *c, size_t cl);
 /* One record loaded by a scan: field (after the kind byte and any group
  * prefix) and value, both copies owned by the list. */
 typedef struct srec {
-    sid id;          /* entries and PEL records */
-    char *name;      /* groups and consumers: the name */
+    sid id;     /* entries and PEL records */
+    char *name; /* groups and consumers: the name */
     size_t namelen;
     char *val;
     size_t vlen;

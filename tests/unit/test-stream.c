@@ -40,8 +40,18 @@ static void parse_valid(void **st) {
 static void parse_invalid(void **st) {
     (void)st;
     sid id;
-    const char *bad[] = {"", "x", "1-x", "-1", "1-", "1--1", "+1", " 1", "1 ",
-                         "18446744073709551616", "1-18446744073709551616", "1-*"};
+    const char *bad[] = {"",
+                         "x",
+                         "1-x",
+                         "-1",
+                         "1-",
+                         "1--1",
+                         "+1",
+                         " 1",
+                         "1 ",
+                         "18446744073709551616",
+                         "1-18446744073709551616",
+                         "1-*"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         assert_int_equal(parse(bad[i], &id, 0, 1, NULL), -1);
     assert_int_equal(parse("-", &id, 0, 1, NULL), -1); /* strict */
@@ -93,10 +103,10 @@ static void lag_estimates(void **st) {
     m.length = 10;
     m.first = (sid){1, 0};
     m.last = (sid){10, 0};
-    assert_int_equal(st_estimate_distance(&m, (sid){10, 0}), 10);         /* the last */
+    assert_int_equal(st_estimate_distance(&m, (sid){10, 0}), 10);                /* the last */
     assert_true(st_estimate_distance(&m, (sid){11, 0}) == ENTRIES_READ_INVALID); /* future */
-    assert_int_equal(st_estimate_distance(&m, (sid){1, 0}), 1);           /* the first */
-    assert_int_equal(st_estimate_distance(&m, (sid){0, 5}), 0);           /* before it */
+    assert_int_equal(st_estimate_distance(&m, (sid){1, 0}), 1);                  /* the first */
+    assert_int_equal(st_estimate_distance(&m, (sid){0, 5}), 0);                  /* before it */
     assert_true(st_estimate_distance(&m, (sid){5, 0}) == ENTRIES_READ_INVALID);  /* inside */
     assert_int_equal(st_range_has_tombstones(&m, NULL, NULL), 0);
     m.maxdel = (sid){4, 0};
@@ -110,9 +120,8 @@ static void lag_estimates(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(parse_valid),   cmocka_unit_test(parse_invalid),
-        cmocka_unit_test(id_arith),      cmocka_unit_test(field_order),
-        cmocka_unit_test(lag_estimates),
+        cmocka_unit_test(parse_valid), cmocka_unit_test(parse_invalid), cmocka_unit_test(id_arith),
+        cmocka_unit_test(field_order), cmocka_unit_test(lag_estimates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
