@@ -112,8 +112,8 @@ void cmd_keys(cmd_ctx *x) {
 }
 
 static int type_by_name(const char *s) {
-    static const char *names[] = {"string", "hash", "set", "zset", "list"};
-    for (int i = 0; i < 5; i++)
+    static const char *names[] = {"string", "hash", "set", "zset", "list", "stream"};
+    for (int i = 0; i < 6; i++) /* index = STORE_T_* */
         if (!strcasecmp(s, names[i])) return i;
     return -2;
 }
