@@ -537,6 +537,13 @@ static void conn_down(sim *w, sconn *c, const char *why) {
 
 static void ev_down(sim *w, ev *e) {
     sconn *c = e->a;
+    /* link_close runs no callback (move_env.h): the engine that closed this
+     * link while its breakage was in flight may have freed the callbacks'
+     * argument already. */
+    if (c->from >= 0 && c->state == C_CLOSED) {
+        c->pend_head = c->npend;
+        return;
+    }
     while (c->pend_head < c->npend) {
         pend p = c->pend[c->pend_head++];
         if (c->from < 0)
