@@ -59,6 +59,9 @@ typedef struct block_state {
     unsigned slot;
     bwait *w;
     int nw, wcap;
+    char *save; /* blocking_spec.save, copied */
+    size_t savelen;
+    int keep_trying;
     struct block_state *prev, *next; /* all blocked */
 } block_state;
 
@@ -237,6 +240,18 @@ static int link_state(blocking *b, block_state *st, cmd_ctx *x, const blocking_s
             bk->head = w;
         bk->tail = w;
     }
+    free(st->save);
+    st->save = NULL;
+    st->savelen = 0;
+    if (sp->savelen) {
+        if (!(st->save = malloc(sp->savelen))) {
+            unlink_state(b, st);
+            return -1;
+        }
+        memcpy(st->save, sp->save, sp->savelen);
+        st->savelen = sp->savelen;
+    }
+    st->keep_trying = sp->keep_trying;
     st->serial++;
     st->slot = x->slot;
     st->reason = BLOCK_READY;
@@ -332,7 +347,20 @@ static block_state *state_of(client *c, int create) {
 /* redis 7.0.15's getTimeoutFromObjectOrReply(UNIT_SECONDS) with string2ld.
  * Returns 0 and *ms (0 = forever, -1 = time out at once, else a relative
  * timeout), or -1 after replying. */
-static int parse_timeout(cmd_ctx *x, int i, long long *ms) {
+static int parse_timeout(cmd_ctx *x, int i, long long *ms, int unit_ms) {
+    if (unit_ms) { /* UNIT_MILLISECONDS: an integer */
+        long long t;
+        if (arg_ll(x->argv[i], x->argvlen[i], &t)) {
+            reply_err(x, "ERR timeout is not an integer or out of range");
+            return -1;
+        }
+        if (t < 0) {
+            reply_err(x, "ERR timeout is negative");
+            return -1;
+        }
+        *ms = t > LLONG_MAX - keel_wall_ms() ? -1 : t;
+        return 0;
+    }
     const char *s = x->argv[i];
     size_t n = x->argvlen[i];
     char buf[5 * 1024];
@@ -380,7 +408,7 @@ void blocking_run(cmd_ctx *x, const blocking_spec *sp) {
     int again = st && st->linked && st->resuming; /* this request, re-dispatched */
     blocking *b = x->srv->blk;
     if (again) st->resuming = 0;
-    if (parse_timeout(x, sp->timeout_arg, &ms)) {
+    if (parse_timeout(x, sp->timeout_arg, &ms, sp->timeout_ms)) {
         if (again) unlink_state(b, st);
         return;
     }
@@ -412,6 +440,16 @@ void blocking_run(cmd_ctx *x, const blocking_spec *sp) {
     x->hold = RSERVER_HOLD;
 }
 
+const void *blocking_saved(cmd_ctx *x, size_t *len) {
+    block_state *st = x->can_block && x->c ? state_of(x->c, 0) : NULL;
+    if (!st || !st->linked || !st->save) {
+        *len = 0;
+        return NULL;
+    }
+    *len = st->savelen;
+    return st->save;
+}
+
 void blocking_touch(server *s, const char *k, size_t kl) {
     blocking *b = s->blk;
     if (!b || !b->nblocked) return;
@@ -424,6 +462,14 @@ void blocking_touch(server *s, const char *k, size_t kl) {
     else
         b->ready_head = bk;
     b->ready_tail = bk;
+}
+
+void blocking_touch_all(server *s) {
+    blocking *b = s->blk;
+    if (!b || !b->nblocked) return;
+    for (size_t i = 0; i < KEY_BUCKETS; i++)
+        for (bkey *bk = b->keys[i]; bk; bk = bk->hnext)
+            blocking_touch(s, bk->k, bk->kl);
 }
 
 void blocking_serve(server *s) {
@@ -439,12 +485,22 @@ void blocking_serve(server *s) {
         b->ready_head = bk->rnext;
         if (!b->ready_head) b->ready_tail = NULL;
         bk->rnext = NULL;
-        /* Kept alive while its waiters run: ready is cleared only after. */
-        while (bk->head) {
-            block_state *st = bk->head->st;
+        /* Kept alive while its waiters run: ready is cleared only after.
+         * skip counts the waiters at the head that stayed blocked but let
+         * the next ones be tried (keep_trying: stream readers). */
+        size_t skip = 0;
+        for (;;) {
+            bwait *w = bk->head;
+            for (size_t i = 0; i < skip && w; i++)
+                w = w->next;
+            if (!w) break;
+            block_state *st = w->st;
             uint64_t serial = st->serial;
             resume(b, st, BLOCK_READY);
-            if (st->linked && st->serial == serial) break; /* blocked again: the key is empty */
+            if (st->linked && st->serial == serial) { /* blocked again */
+                if (!st->keep_trying) break;      /* the key is empty */
+                skip++;
+            }
         }
         bk->ready = 0;
         key_maybe_free(b, bk);
@@ -507,6 +563,7 @@ void blocking_conn_closed(server *s, client *c) {
     if (!nc || !nc->block) return;
     if (s->blk) unlink_state(s->blk, nc->block);
     free(nc->block->w);
+    free(nc->block->save);
     free(nc->block);
     nc->block = NULL;
     if (s->blk) timer_arm(s->blk);

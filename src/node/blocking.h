@@ -87,6 +87,13 @@ typedef struct blocking_spec {
                              there: 1 a null array (*-1), 0 a null bulk ($-1, BLMOVE) */
     blocking_try_fn try_serve;
     void *arg; /* passed to try_serve */
+    /* Streams (XREAD, XREADGROUP; all 0 for the list and zset commands): */
+    int timeout_ms;   /* the timeout is integer milliseconds (redis' UNIT_MILLISECONDS:
+                         "-ERR timeout is not an integer or out of range") */
+    const void *save; /* bytes kept with a blocked request (XREAD's resolved $ ids), */
+    size_t savelen;   /* copied when it blocks; blocking_saved() returns them */
+    int keep_trying;  /* when this waiter stays blocked on a ready key, the key's
+                         later waiters are still tried (they wait for different ids) */
 } blocking_spec;
 
 /* Runs a blocking command whose other arguments the caller has checked:
@@ -99,10 +106,18 @@ typedef struct blocking_spec {
  * client cannot be queued. sp is borrowed for the call. */
 void blocking_run(cmd_ctx *x, const blocking_spec *sp);
 
+/* The bytes sp->save held when x's request blocked, while x is that
+ * request re-dispatched (try_serve with serving 1); else NULL. *len gets
+ * their length. Valid until the request replies or blocks again. */
+const void *blocking_saved(cmd_ctx *x, size_t *len);
+
 /* The write hook: key k (bytes, borrowed) now holds a list (or another
  * type a blocked command waits for). Marks it ready if anyone waits on it;
  * cheap when nobody is blocked. */
 void blocking_touch(server *s, const char *k, size_t kl);
+
+/* Marks every key someone waits on ready (FLUSHALL). */
+void blocking_touch_all(server *s);
 
 /* Serves the clients waiting on ready keys (see "Waking"). Called at the
  * end of each top-level request; does nothing when called from inside a

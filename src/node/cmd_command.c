@@ -9,6 +9,7 @@
  * access update for writes).
  */
 #include "node/cmd.h"
+#include "node/getkeys.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -25,6 +26,37 @@ static const char *flag_names[] = {"write", "readonly", "fast",  "no_auth",
 static void write_range_spec(cmd_ctx *x, const cmd_def *d, const char *flags);
 
 static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
+    if (d->getkeys == getkeys_xread) { /* keyword STREAMS, then half of the rest */
+        resp_w_array(x->out, 1);
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "flags");
+        resp_w_set(x->out, x->proto, 2);
+        resp_w_simple(x->out, "RO");
+        resp_w_simple(x->out, "access");
+        resp_w_bulkstr(x->out, "begin_search");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "keyword");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "keyword");
+        resp_w_bulkstr(x->out, "STREAMS");
+        resp_w_bulkstr(x->out, "startfrom");
+        resp_w_int(x->out, d->flags & CMD_WRITE ? 4 : 1);
+        resp_w_bulkstr(x->out, "find_keys");
+        resp_w_map(x->out, x->proto, 2);
+        resp_w_bulkstr(x->out, "type");
+        resp_w_bulkstr(x->out, "range");
+        resp_w_bulkstr(x->out, "spec");
+        resp_w_map(x->out, x->proto, 3);
+        resp_w_bulkstr(x->out, "lastkey");
+        resp_w_int(x->out, -1);
+        resp_w_bulkstr(x->out, "keystep");
+        resp_w_int(x->out, 1);
+        resp_w_bulkstr(x->out, "limit");
+        resp_w_int(x->out, 2);
+        return;
+    }
     if (d->keynum > 0) { /* numkeys at keynum, then the keys */
         int dest = d->first_key > 0; /* ZUNIONSTORE's destination first */
         resp_w_array(x->out, 1 + (size_t)dest);
@@ -352,6 +384,16 @@ static const struct {
     {"geoadd", "RW update", NULL},
     {"migrate", "RW access delete", NULL},
     {"restore-asking", "OW update", NULL},
+    {"xadd", "RW update", NULL},
+    {"xautoclaim", "RW delete", NULL},
+    {"xdel", "RW delete", NULL},
+    {"xtrim", "RW delete", NULL},
+    {"xreadgroup", "RO access", NULL},
+    {"xgroup|create", "RW insert", NULL},
+    {"xgroup|createconsumer", "RW insert", NULL},
+    {"xgroup|delconsumer", "RW delete", NULL},
+    {"xgroup|destroy", "RW delete", NULL},
+    {"xgroup|setid", "RW update", NULL},
 };
 
 /* Commands whose keys may be absent (redis' CMD_NO_MANDATORY_KEYS): a bad
@@ -373,7 +415,7 @@ static const char *flags_for(const char *full, const cmd_def *d, int first) {
 
 /* 1 if d takes key arguments at all (redis' doesCommandHaveKeys). */
 static int has_key_args(const cmd_def *parent, const cmd_def *d) {
-    return d->keynum > 0 || d->first_key > 0 || !strcmp(d->name, "object") ||
+    return d->keynum > 0 || d->first_key > 0 || d->getkeys || !strcmp(d->name, "object") ||
            (parent && !strcmp(parent->name, "memory") && !strcmp(d->name, "usage"));
 }
 

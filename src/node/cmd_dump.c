@@ -9,6 +9,8 @@
  *   0       1     'K' (0x4b), so a redis RDB payload is told apart
  *   1       1     type: STORE_T_STRING, _HASH, _SET, _ZSET or _LIST
  *   string: 2     the value bytes, to the trailer
+ *   stream: 2     u32 BE mlen, the metadata payload (stream.h, >= 88 bytes),
+ *                 then the records as below (n may be 0: an empty stream)
  *   other:  2     u32 BE n (>= 1), then n times:
  *                   u32 BE flen, field bytes, u32 BE vlen, value bytes
  *                 (the key's field records as stored, in field order: hash
@@ -34,6 +36,7 @@
 #include "node/access.h"
 #include "node/db.h"
 #include "node/dump.h"
+#define SMETA_LEN 88 /* a stream's metadata payload (node/stream.h) */
 
 #include <math.h>
 #include <stdint.h>
@@ -81,7 +84,11 @@ int dump_payload(cmd_ctx *x, const char *k, size_t kl, kbuf *out, int64_t *expir
     if (!rc && sv.type == STORE_T_STRING) {
         rc = kbuf_append(b, sv.data, sv.len);
     } else if (!rc) {
-        rc = put_u32(b, l.n);
+        if (sv.type == STORE_T_STREAM) { /* its metadata is more than [version][size] */
+            rc = put_u32(b, (uint32_t)sv.len);
+            if (!rc) rc = kbuf_append(b, sv.data, sv.len);
+        }
+        if (!rc) rc = put_u32(b, l.n);
         for (size_t i = 0; i < l.n && !rc; i++) {
             rc = put_u32(b, l.e[i].fl);
             if (!rc) rc = kbuf_append(b, flist_f(&l, i), l.e[i].fl);
@@ -136,13 +143,21 @@ static int parse_body(const unsigned char *p, size_t len, uint8_t *type, const c
         return 0;
     }
     if (*type != STORE_T_HASH && *type != STORE_T_SET && *type != STORE_T_ZSET &&
-        *type != STORE_T_LIST)
+        *type != STORE_T_LIST && *type != STORE_T_STREAM)
         return -1;
     size_t pos = 2;
+    if (*type == STORE_T_STREAM) { /* the metadata, handed back in *str */
+        if (len - pos < 4) return -1;
+        uint32_t ml = get_u32(p + pos);
+        pos += 4;
+        if (ml < SMETA_LEN || len - pos < ml) return -1;
+        *str = (const char *)p + pos, *strlen_out = ml;
+        pos += ml;
+    }
     if (len - pos < 4) return -1;
     uint32_t n = get_u32(p + pos);
     pos += 4;
-    if (n == 0) return -1;
+    if (n == 0 && *type != STORE_T_STREAM) return -1;
     uint64_t prev_idx = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (len - pos < 4) return -1;

@@ -9,6 +9,7 @@
  * returns every key present for the whole scan, as redis guarantees.
  */
 #include "node/cmd.h"
+#include "node/blocking.h"
 #include "core/clock.h"
 #include "core/crc16.h"
 #include "core/err.h"
@@ -60,6 +61,7 @@ void cmd_flushall(cmd_ctx *x) {
         reply_storage(x, rc);
     else
         reply_ok(x);
+    blocking_touch_all(x->srv); /* blocked XREADGROUPs fail: their keys are gone */
 }
 
 /* ---- KEYS / SCAN / RANDOMKEY ---------------------------------------------------- */
@@ -110,8 +112,8 @@ void cmd_keys(cmd_ctx *x) {
 }
 
 static int type_by_name(const char *s) {
-    static const char *names[] = {"string", "hash", "set", "zset", "list"};
-    for (int i = 0; i < 5; i++)
+    static const char *names[] = {"string", "hash", "set", "zset", "list", "stream"};
+    for (int i = 0; i < 6; i++) /* index = STORE_T_* */
         if (!strcasecmp(s, names[i])) return i;
     return -2;
 }
@@ -324,6 +326,7 @@ void cmd_object(cmd_ctx *x) {
         const char *e = v.type == STORE_T_STRING ? string_encoding(&v) : "hashtable";
         if (v.type == STORE_T_ZSET) e = "skiplist";
         if (v.type == STORE_T_LIST) e = "quicklist";
+        if (v.type == STORE_T_STREAM) e = "stream";
         resp_w_bulkstr(x->out, e);
     } else if (freq && !access_lfu_mode(x->srv)) {
         reply_err(x, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. "

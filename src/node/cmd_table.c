@@ -40,6 +40,10 @@ H(zrangebylex) H(zrevrangebylex) H(zrangestore) H(zlexcount) H(zremrangebyrank)
 H(zremrangebyscore) H(zremrangebylex) H(zpopmin) H(zpopmax) H(zmpop) H(zrandmember)
 H(zunion) H(zinter) H(zdiff) H(zunionstore) H(zinterstore) H(zdiffstore) H(zintercard)
 H(bzpopmin) H(bzpopmax) H(bzmpop)
+H(xadd) H(xlen) H(xrange) H(xrevrange) H(xdel) H(xtrim) H(xsetid) H(xread) H(xreadgroup)
+H(xgroup) H(xgroup_create) H(xgroup_setid) H(xgroup_destroy) H(xgroup_createconsumer)
+H(xgroup_delconsumer) H(xgroup_help) H(xack) H(xpending) H(xclaim) H(xautoclaim)
+H(xinfo) H(xinfo_stream) H(xinfo_groups) H(xinfo_consumers) H(xinfo_help)
 H(eval) H(evalsha) H(eval_ro) H(evalsha_ro) H(fcall) H(fcall_ro) H(script) H(script_load)
 H(script_exists) H(script_flush) H(script_kill) H(function_load) H(function_flush)
 H(function_delete) H(function_kill) H(function_list)
@@ -188,6 +192,34 @@ static const cmd_def cluster_subs[] = {
     {"getkeysinslot", 4, 0, 0, 0, 0, CLASS_ADMIN, cmd_cluster_getkeysinslot, "cluster",
      "Returns the key names in a hash slot"},
     {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_cluster_help, "cluster",
+     "Returns helpful text about the different subcommands"},
+    END};
+
+
+/* streams (cmd_xgroup.c): the container and each subcommand's key at argv[2] */
+static const cmd_def xgroup_subs[] = {
+    {"create", -5, W, 2, 2, 1, CLASS_WRITE, cmd_xgroup_create, "stream",
+     "Creates a consumer group"},
+    {"setid", -5, W, 2, 2, 1, CLASS_WRITE, cmd_xgroup_setid, "stream",
+     "Sets the last-delivered ID of a consumer group"},
+    {"destroy", 4, W, 2, 2, 1, CLASS_WRITE, cmd_xgroup_destroy, "stream",
+     "Destroys a consumer group"},
+    {"createconsumer", 5, W, 2, 2, 1, CLASS_WRITE, cmd_xgroup_createconsumer, "stream",
+     "Creates a consumer in a consumer group"},
+    {"delconsumer", 5, W, 2, 2, 1, CLASS_WRITE, cmd_xgroup_delconsumer, "stream",
+     "Deletes a consumer from a consumer group"},
+    {"help", 2, CMD_LOADING | CMD_STALE, 0, 0, 0, CLASS_READ, cmd_xgroup_help, "stream",
+     "Returns helpful text about the different subcommands"},
+    END};
+
+static const cmd_def xinfo_subs[] = {
+    {"stream", -3, R, 2, 2, 1, CLASS_READ, cmd_xinfo_stream, "stream",
+     "Returns information about a stream"},
+    {"groups", 3, R, 2, 2, 1, CLASS_READ, cmd_xinfo_groups, "stream",
+     "Returns a list of the consumer groups of a stream"},
+    {"consumers", 4, R, 2, 2, 1, CLASS_READ, cmd_xinfo_consumers, "stream",
+     "Returns a list of the consumers in a consumer group"},
+    {"help", 2, CMD_LOADING | CMD_STALE, 0, 0, 0, CLASS_READ, cmd_xinfo_help, "stream",
      "Returns helpful text about the different subcommands"},
     END};
 
@@ -515,6 +547,41 @@ const cmd_def cmd_table[] = {
     {"geosearchstore", -8, W, 1, 2, 1, CLASS_WRITE, cmd_geosearchstore, "geo",
      "Queries a geospatial index for members inside an area of a box or a circle, optionally "
      "stores the result"},
+    /* streams (cmd_stream.c, cmd_xread.c, cmd_xgroup.c; stream.h) */
+    {"xadd", -5, W | F, 1, 1, 1, CLASS_WRITE, cmd_xadd, "stream", "Appends a new entry to a stream"},
+    {"xlen", 2, R | F, 1, 1, 1, CLASS_READ, cmd_xlen, "stream",
+     "Return the number of entries in a stream"},
+    {"xrange", -4, R, 1, 1, 1, CLASS_READ, cmd_xrange, "stream",
+     "Returns the messages from a stream within a range of IDs"},
+    {"xrevrange", -4, R, 1, 1, 1, CLASS_READ, cmd_xrevrange, "stream",
+     "Returns the messages from a stream within a range of IDs in reverse order"},
+    {"xdel", -3, W | F, 1, 1, 1, CLASS_WRITE, cmd_xdel, "stream",
+     "Returns the number of messages after removing them from a stream"},
+    {"xtrim", -4, W, 1, 1, 1, CLASS_WRITE, cmd_xtrim, "stream",
+     "Deletes messages from the beginning of a stream"},
+    {"xsetid", -3, W | F, 1, 1, 1, CLASS_WRITE, cmd_xsetid, "stream",
+     "An internal command for replicating stream values"},
+    {"xread", -4, R, 0, 0, 0, CLASS_READ, cmd_xread, "stream",
+     "Returns messages from multiple streams with IDs greater than the ones requested. Blocks "
+     "until a message is available otherwise", NULL, 0, getkeys_xread},
+    {"xreadgroup", -7, W, 0, 0, 0, CLASS_WRITE, cmd_xreadgroup, "stream",
+     "Returns new or historical messages from a stream for a consumer in a group. Blocks "
+     "until a message is available otherwise", NULL, 0, getkeys_xread},
+    {"xgroup", -2, 0, 0, 0, 0, CLASS_WRITE, cmd_xgroup, "stream",
+     "A container for consumer groups commands", xgroup_subs},
+    {"xack", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_xack, "stream",
+     "Returns the number of messages that were successfully acknowledged by the consumer group "
+     "member of a stream"},
+    {"xpending", -3, R, 1, 1, 1, CLASS_READ, cmd_xpending, "stream",
+     "Returns the information and entries from a stream consumer group's pending entries list"},
+    {"xclaim", -6, W | F, 1, 1, 1, CLASS_WRITE, cmd_xclaim, "stream",
+     "Changes, or acquires, ownership of a message in a consumer group, as if the message was "
+     "delivered a consumer group member"},
+    {"xautoclaim", -6, W | F, 1, 1, 1, CLASS_WRITE, cmd_xautoclaim, "stream",
+     "Changes, or acquires, ownership of messages in a consumer group, as if the messages were "
+     "delivered to as consumer group member"},
+    {"xinfo", -2, 0, 0, 0, 0, CLASS_READ, cmd_xinfo, "stream",
+     "A container for stream introspection commands", xinfo_subs},
     /* scripting (script.h); numkeys at argv[2] */
     {"eval", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_eval, "scripting",
      "Executes a server-side Lua script", NULL, 2},

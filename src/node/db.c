@@ -111,8 +111,9 @@ int db_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint8_t type, int
     if (!rc) rc = store_txn_put(t, x->slot, b.p, b.len, type, expire_ms, p, len);
     rk_free(&b);
     multi_touch(x->srv, k, kl);
-    if (type == STORE_T_LIST || type == STORE_T_ZSET) /* wakes BLPOP, BZPOPMIN & co (blocking.h) */
-        blocking_touch(x->srv, k, kl);
+    /* Wakes BLPOP, BZPOPMIN, XREAD & co (blocking.h); any type, as a
+     * blocked XREADGROUP answers a key that stopped being a stream. */
+    blocking_touch(x->srv, k, kl);
     return rc;
 }
 
@@ -126,7 +127,10 @@ int db_del(cmd_ctx *x, store_txn *t, const char *k, size_t kl, int *existed) {
         rc = store_txn_del(t, x->slot, b.p, b.len, &ex);
     rk_free(&b);
     if (existed) *existed = ex;
-    if (ex) multi_touch(x->srv, k, kl); /* deleting nothing changes nothing (redis) */
+    if (ex) { /* deleting nothing changes nothing (redis) */
+        multi_touch(x->srv, k, kl);
+        blocking_touch(x->srv, k, kl); /* a blocked XREADGROUP fails on a deleted key */
+    }
     return rc;
 }
 
@@ -405,6 +409,8 @@ const char *db_type_name(uint8_t type) {
         return "zset";
     case STORE_T_LIST:
         return "list";
+    case STORE_T_STREAM:
+        return "stream";
     default:
         return "none";
     }
@@ -435,6 +441,20 @@ int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *
                   size_t dkl, int64_t expire_ms) {
     int rc = db_del(x, t, dk, dkl, NULL);
     if (rc) return rc;
+    if (sv->type == STORE_T_STREAM) { /* a stream: its metadata under a new version, then every record */
+        if (sv->len < STORE_META_LEN) return KEEL_ECORRUPT;
+        char *m = malloc(sv->len);
+        if (!m) return KEEL_ENOMEM;
+        memcpy(m, sv->data, sv->len);
+        obj so = {.type = sv->type, .version = store_new_version(x->srv->st)};
+        for (int i = 0; i < 8; i++)
+            m[i] = (char)(so.version >> (56 - 8 * i));
+        for (size_t i = 0; i < l->n && !rc; i++)
+            rc = sub_put(x, t, dk, dkl, &so, flist_f(l, i), l->e[i].fl, flist_v(l, i), l->e[i].vl);
+        if (!rc) rc = db_put(x, t, dk, dkl, sv->type, expire_ms, m, sv->len);
+        free(m);
+        return rc;
+    }
     if (sv->type == STORE_T_STRING)
         return db_put(x, t, dk, dkl, STORE_T_STRING, expire_ms, sv->data, sv->len);
     obj o = {.type = sv->type,

@@ -64,3 +64,30 @@ int getkeys_migrate(int argc, char *const *argv, const size_t *argvlen, int *pos
         pos[i] = first + i;
     return num;
 }
+
+/* Key positions of XREAD / XREADGROUP (redis' xreadGetKeys): the first
+ * half of the arguments after STREAMS. Returns the count, or -1 when there is no STREAMS or the halves do not
+ * balance. */
+int getkeys_xread(int argc, char *const *argv, const size_t *argvlen, int *pos) {
+    (void)argvlen;
+    int group = strcasecmp(argv[0], "xreadgroup") == 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcasecmp(argv[i], "block") || !strcasecmp(argv[i], "count")) {
+            i++;
+        } else if (group && !strcasecmp(argv[i], "group")) {
+            i += 2;
+        } else if (!strcasecmp(argv[i], "noack")) {
+            continue;
+        } else if (!strcasecmp(argv[i], "streams")) {
+            int n = argc - i - 1;
+            if (n <= 0 || n % 2) return -1;
+            n /= 2;
+            for (int j = 0; j < n; j++)
+                pos[j] = i + 1 + j;
+            return n;
+        } else {
+            return -1;
+        }
+    }
+    return -1;
+}

@@ -30,4 +30,9 @@ int getkeys_georadiusbymember(int argc, char *const *argv, const size_t *argvlen
  * empty then: the handler's error), as redis' migrateGetKeys. */
 int getkeys_migrate(int argc, char *const *argv, const size_t *argvlen, int *pos);
 
+/* XREAD / XREADGROUP ... STREAMS key... id...: the first half of the
+ * arguments after STREAMS (redis' xreadGetKeys); -1 without STREAMS or
+ * with unbalanced halves. */
+int getkeys_xread(int argc, char *const *argv, const size_t *argvlen, int *pos);
+
 #endif

@@ -72,6 +72,7 @@ enum {
     STORE_T_SET = 2,
     STORE_T_ZSET = 3,
     STORE_T_LIST = 4,
+    STORE_T_STREAM = 5, /* node/stream.h */
     STORE_T_SUB = 0x80 /* flag: a field/member record, not a key */
 };
 

@@ -284,6 +284,9 @@ long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t from
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_total_order_seek(ro, 1);
     rocksdb_readoptions_set_iterate_lower_bound(ro, lo, lol);
+    /* and the upper one: without it a seek_for_prev past the range's last
+     * record walks every deleted record (and range tombstone) above it */
+    rocksdb_readoptions_set_iterate_upper_bound(ro, hi, hil);
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf_data);
     long n = 0;
     rocksdb_iter_seek_for_prev(it, hi, hil);
