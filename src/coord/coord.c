@@ -529,6 +529,12 @@ static void report_pause(coord *co, int64_t now) {
 static void on_clock_timer(uv_timer_t *t) {
     coord *co = t->data;
     coord_now(co);
+    uint64_t us = keel_mono_us();
+    if (co->loop_last_us) {
+        double late = (double)(us - co->loop_last_us) / 1000.0 - COORD_CLOCK_TICK_MS;
+        if (late > co->loop_max_stall_ms) co->loop_max_stall_ms = late;
+    }
+    co->loop_last_us = us;
     if (co->clock.stalls != co->detector.stalls_logged) {
         keel_log(KEEL_LOG_WARN, "coord_stalled",
                  "stalled_ms=%lld stalls=%llu action=\"every node gets a full suspect period from "

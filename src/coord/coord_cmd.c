@@ -215,6 +215,8 @@ static cJSON *status_json(coord *co, int64_t now) {
         cJSON_AddNumberToObject(det, "held_for_s",
                                 (double)(coord_now(co) - co->detector.held_since) / 1000.0);
     cJSON_AddNumberToObject(det, "coordinator_stalls", (double)co->clock.stalls);
+    cJSON_AddNumberToObject(det, "loop_max_stall_ms", co->loop_max_stall_ms);
+    cJSON_AddNumberToObject(det, "mapstore_pending", (double)mapstore_pending(co->ms));
     cJSON_AddNumberToObject(det, "coordinator_stalled_s", (double)co->clock.credited / 1000.0);
     mapstore_setting ps;
     if (mapstore_setting_get(co->ms, "paused", &ps) == 0) {
@@ -828,11 +830,18 @@ static void coord_render_detector_metrics(coord *co, kbuf *b, const node_view *v
                 "# HELP keel_coord_stalled_seconds_total Time the coordinator was stalled (not "
                 "counted against nodes).\n"
                 "# TYPE keel_coord_stalled_seconds_total counter\n"
-                "keel_coord_stalled_seconds_total %.3f\n",
+                "keel_coord_stalled_seconds_total %.3f\n"
+                "# HELP keel_coord_loop_max_stall_seconds The event loop's longest stall since "
+                "start (lateness of its 100 ms clock timer).\n"
+                "# TYPE keel_coord_loop_max_stall_seconds gauge\n"
+                "keel_coord_loop_max_stall_seconds %.3f\n"
+                "# HELP keel_mapstore_pending Map-store writes submitted and not yet completed.\n"
+                "# TYPE keel_mapstore_pending gauge\nkeel_mapstore_pending %zu\n",
                 co->detector.held, (unsigned long long)co->detector.held_total,
                 (unsigned long long)co->detector.suspect_total,
                 (unsigned long long)co->detector.down_total, COORD_CLOCK_GAP_MS,
-                (unsigned long long)co->clock.stalls, (double)co->clock.credited / 1000.0);
+                (unsigned long long)co->clock.stalls, (double)co->clock.credited / 1000.0,
+                co->loop_max_stall_ms / 1000.0, mapstore_pending(co->ms));
     uint64_t reads, writes;
     mapstore_counters(co->ms, &reads, &writes);
     kbuf_printf(b,

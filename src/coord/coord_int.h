@@ -79,6 +79,10 @@ typedef struct coord {
     struct coord_history *history;           /* its charts' history (coord_history.h) */
     struct coord_deferred *deferred; /* commands held for a map-store write (coord_defer.h) */
     int placing;                     /* a bootstrap placement is submitted, not completed */
+    /* The loop's longest stall: the largest lateness of clock_timer (its
+     * interval between two runs minus COORD_CLOCK_TICK_MS), since start. */
+    uint64_t loop_last_us;
+    double loop_max_stall_ms;
     /* The map as JSON, rebuilt when the version changes. */
     kbuf map_json;
     uint64_t map_json_version;
