@@ -372,8 +372,7 @@ static void quarantined_done(void *arg, const mapstore_result *r) {
                  "unquarantine\"",
                  id);
     else
-        keel_log(KEEL_LOG_ERROR, "node_quarantine_failed", "node=%s error=\"%s\"", id,
-                 r->errmsg);
+        keel_log(KEEL_LOG_ERROR, "node_quarantine_failed", "node=%s error=\"%s\"", id, r->errmsg);
     free(id);
 }
 

@@ -588,9 +588,9 @@ static void hb_up_done(void *arg, const mapstore_result *r) {
     member *m = coord_member(a->co, a->n.id, 0);
     if (m) m->liveness_pending = 0;
     if (r->rc == 0)
-        keel_log(KEEL_LOG_INFO, "node_state", "node=%s from=%s to=UP membership=%s reason=heartbeat",
-                 a->n.id, mapstore_liveness_name(a->n.liveness),
-                 mapstore_membership_name(a->n.membership));
+        keel_log(KEEL_LOG_INFO, "node_state",
+                 "node=%s from=%s to=UP membership=%s reason=heartbeat", a->n.id,
+                 mapstore_liveness_name(a->n.liveness), mapstore_membership_name(a->n.membership));
     else
         keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s to=UP error=\"%s\"", a->n.id,
                  r->errmsg);
@@ -654,9 +654,9 @@ static void leave_done(coord *co, const mapstore_result *r, void *arg, kbuf *out
         resp_w_error(out, "ERR map store write failed");
         return;
     }
-    keel_log(KEEL_LOG_INFO, "node_state", "node=%s from=%s to=DOWN membership=%s reason=graceful-stop",
-             a->n.id, mapstore_liveness_name(a->n.liveness),
-             mapstore_membership_name(a->n.membership));
+    keel_log(KEEL_LOG_INFO, "node_state",
+             "node=%s from=%s to=DOWN membership=%s reason=graceful-stop", a->n.id,
+             mapstore_liveness_name(a->n.liveness), mapstore_membership_name(a->n.membership));
     member *m = coord_member(co, a->n.id, 0);
     if (m) m->last_hb_ms = 0;
     resp_w_simple(out, "OK");

@@ -181,9 +181,9 @@ struct mv_wait {
     mv_fn fn;
     int64_t now; /* wall clock of the record */
     char reason[MAPSTORE_REASON_MAX + 1];
-    unsigned p;                 /* creation: the partition */
-    char to[KEEL_ID_MAX + 1];   /* creation: the destination */
-    mv_notify notify;           /* the operator's command waiting, if any */
+    unsigned p;               /* creation: the partition */
+    char to[KEEL_ID_MAX + 1]; /* creation: the destination */
+    mv_notify notify;         /* the operator's command waiting, if any */
     void *notify_arg;
     struct mv_wait *next; /* x->creating */
 };
@@ -270,8 +270,7 @@ static void aborted_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w)
  * outcome decides; a move is never aborted over it). */
 static int abort_move_notify(cms *x, cmove *m, const char *reason, mv_notify notify, void *arg) {
     int64_t now = keel_wall_ms(); /* for the record */
-    if (m->rec.state >= MAPSTORE_MOVE_COMMITTED || m->aborting || m->committing)
-        return KEEL_EINVAL;
+    if (m->rec.state >= MAPSTORE_MOVE_COMMITTED || m->aborting || m->committing) return KEEL_EINVAL;
     persist_bytes(x, m);
     mapstore_write w;
     mapstore_w_move_advance(&w, m->rec.id, MAPSTORE_MOVE_ABORTED, now, reason);
@@ -517,8 +516,8 @@ static void commit_move(cms *x, cmove *m) {
     mapstore_w_move_commit(&w, m->rec.id, now);
     mv_wait *a = mv_submit(x, m, &w, commit_done);
     if (!a) { /* refused before it was queued: nothing was sent, as a failed commit */
-        mapstore_result r = {.kind = MAPSTORE_W_MOVE_COMMIT, .rc = KEEL_EIO,
-                             .errmsg = mapstore_errmsg(x->co->ms)};
+        mapstore_result r = {
+            .kind = MAPSTORE_W_MOVE_COMMIT, .rc = KEEL_EIO, .errmsg = mapstore_errmsg(x->co->ms)};
         mv_wait tmp = {.x = x, .id = m->rec.id, .now = now};
         commit_done(x, m, &r, &tmp);
         return;
@@ -746,7 +745,7 @@ static void step_committed(step *s) {
     mapstore_node src;
     if (mapstore_node_get(co->ms, m->rec.from, &src) == 0 &&
         src.membership == MAPSTORE_MEMBER_REMOVED) { /* nothing left to clean */
-        (void)finish(x, m, wall);                     /* its completion drops it */
+        (void)finish(x, m, wall);                    /* its completion drops it */
         return;
     }
     const char *argv[] = {"KEEL.MOVE.CLEANUP", s->t, s->id, s->p};

@@ -238,8 +238,7 @@ typedef struct membership_arg {
     char by[64];
 } membership_arg;
 
-static void membership_done(coord *co, const mapstore_result *r, void *arg, kbuf *out,
-                            int proto) {
+static void membership_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
     membership_arg *a = arg;
     (void)co, (void)proto;
     if (r->rc) {

@@ -663,8 +663,8 @@ static void a_setting_unset(mapstore *ms, const ms_job *j) {
 const ms_wop ms_wops[MAPSTORE_W_NKINDS] = {
     [MAPSTORE_W_BUMP_TERM] = {"bump_term", c_none, r_bump_term, a_none},
     [MAPSTORE_W_NODE_UPSERT] = {"node_upsert", c_node_upsert, r_node_upsert, a_node_upsert},
-    [MAPSTORE_W_NODE_SET_LIVENESS] = {"node_set_liveness", c_node_set_liveness,
-                                      r_node_set_liveness, a_node_set_liveness},
+    [MAPSTORE_W_NODE_SET_LIVENESS] = {"node_set_liveness", c_node_set_liveness, r_node_set_liveness,
+                                      a_node_set_liveness},
     [MAPSTORE_W_NODE_SET_MEMBERSHIP] = {"node_set_membership", c_node_set_membership,
                                         r_node_set_membership, a_node_set_membership},
     [MAPSTORE_W_NODE_HEARTBEAT] = {"node_heartbeat", c_node_heartbeat, r_node_heartbeat,

@@ -55,8 +55,8 @@
  *
  * Threads: a handle belongs to one thread; no call is safe concurrently with
  * another on the same handle (after mapstore_async_start the handle's
- * backend runs on a worker thread of its own; see "Asynchronous writes"). Distinct handles (on distinct stores) are
- * independent. A store can be open in one handle of one process at a time.
+ * backend runs on a worker thread of its own; see "Asynchronous writes"). Distinct handles (on
+ * distinct stores) are independent. A store can be open in one handle of one process at a time.
  */
 #ifndef KEEL_MAPSTORE_H
 #define KEEL_MAPSTORE_H
@@ -419,17 +419,17 @@ typedef enum mapstore_wkind {
  * it with the mapstore_w_* helpers below; every string is copied in. */
 typedef struct mapstore_write {
     mapstore_wkind kind;
-    mapstore_node node;           /* NODE_UPSERT */
-    char id[KEEL_ID_MAX + 1];     /* node id; SET_OWNER's owner; MOVE_CREATE's `to` */
-    int has_id;                   /* SET_OWNER: 0 = no owner */
-    unsigned partition;           /* SET_OWNER, SET_PINNED, MOVE_CREATE */
-    int value;                    /* liveness, membership, pinned or move state */
-    uint64_t move;                /* MOVE_ADVANCE, SET_BYTES, COMMIT */
-    uint64_t bytes;               /* SET_BYTES */
+    mapstore_node node;       /* NODE_UPSERT */
+    char id[KEEL_ID_MAX + 1]; /* node id; SET_OWNER's owner; MOVE_CREATE's `to` */
+    int has_id;               /* SET_OWNER: 0 = no owner */
+    unsigned partition;       /* SET_OWNER, SET_PINNED, MOVE_CREATE */
+    int value;                /* liveness, membership, pinned or move state */
+    uint64_t move;            /* MOVE_ADVANCE, SET_BYTES, COMMIT */
+    uint64_t bytes;           /* SET_BYTES */
     int64_t now_ms;
-    char name[MAPSTORE_SETTING_NAME_MAX + 1];    /* SETTING_* */
-    char text[MAPSTORE_SETTING_VALUE_MAX + 1];   /* setting value, reason, abort reason */
-    int has_text;                                /* MOVE_ADVANCE: 0 = no abort reason */
+    char name[MAPSTORE_SETTING_NAME_MAX + 1];  /* SETTING_* */
+    char text[MAPSTORE_SETTING_VALUE_MAX + 1]; /* setting value, reason, abort reason */
+    int has_text;                              /* MOVE_ADVANCE: 0 = no abort reason */
     const mapstore_placement *pl; /* PARTITION_PLACE: borrowed until mapstore_submit returns */
     size_t npl;
     unsigned overflow; /* builders: a string that did not fit (or was NULL): refused */
@@ -491,8 +491,7 @@ void mapstore_w_move_advance(mapstore_write *w, uint64_t id, mapstore_move_state
                              int64_t now_ms, const char *abort_reason);
 void mapstore_w_move_set_bytes(mapstore_write *w, uint64_t id, uint64_t bytes);
 void mapstore_w_move_commit(mapstore_write *w, uint64_t id, int64_t now_ms);
-void mapstore_w_setting_set(mapstore_write *w, const char *name, const char *value,
-                            int64_t now_ms);
+void mapstore_w_setting_set(mapstore_write *w, const char *name, const char *value, int64_t now_ms);
 void mapstore_w_setting_unset(mapstore_write *w, const char *name);
 
 /* ---- Backend interface (for backend implementations only) --------------

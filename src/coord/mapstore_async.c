@@ -149,8 +149,7 @@ static void on_wake(uv_async_t *h) {
         ms_job *j = list;
         list = j->next;
         /* A callback may stop the handle: the rest are dropped, as queued. */
-        if (a->ms->async == a)
-            complete(a->ms, j);
+        if (a->ms->async == a) complete(a->ms, j);
         job_free(j);
     }
 }
@@ -224,7 +223,8 @@ int mapstore_is_async(const mapstore *ms) {
 int mapstore_submit(mapstore *ms, const mapstore_write *w, mapstore_done_fn done, void *arg) {
     ms_async *a = ms->async;
     if (!a)
-        return mapstore__errf(ms, KEEL_EINVAL, "map store: not asynchronous (mapstore_async_start)");
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "map store: not asynchronous (mapstore_async_start)");
     if (!w || (unsigned)w->kind >= MAPSTORE_W_NKINDS)
         return mapstore__errf(ms, KEEL_EINVAL, "map store: not a write");
     int rc = ms_wops[w->kind].check(ms, w);

@@ -85,8 +85,8 @@ int msc_load_all(mapstore *ms, ms_cache *c) {
     int rc = ms->ops->node_list(ms, &c->nodes, &c->nn);
     if (!rc) rc = ms->ops->partition_list(ms, &c->parts, &np);
     if (!rc && np != ms->partitions)
-        rc = mapstore__errf(ms, KEEL_ECORRUPT, "%zu partitions listed, P is %u", np,
-                            ms->partitions);
+        rc =
+            mapstore__errf(ms, KEEL_ECORRUPT, "%zu partitions listed, P is %u", np, ms->partitions);
     if (!rc) rc = ms->ops->move_list(ms, 0, &c->moves, &c->nm);
     if (!rc) rc = ms->ops->setting_list(ms, &c->settings, &c->ns);
     if (rc) {

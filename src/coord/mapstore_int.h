@@ -50,9 +50,9 @@ typedef struct ms_job {
     mapstore_placement *pl; /* views into placed, for the backend call */
     mapstore_result r;      /* rc and outputs */
     char err[MAPSTORE_ERR_MAX];
-    int want_fresh;  /* re-read the store after running (the handle was stale) */
-    int have_fresh;  /* fresh holds a complete re-read */
-    ms_cache fresh;  /* the re-read, installed by the completion */
+    int want_fresh;         /* re-read the store after running (the handle was stale) */
+    int have_fresh;         /* fresh holds a complete re-read */
+    ms_cache fresh;         /* the re-read, installed by the completion */
     uint64_t term, version; /* the backend's after the job */
     int reads;              /* backend reads of the re-read */
     mapstore_done_fn done;
