@@ -197,6 +197,12 @@ static void on_mv_done(void *arg, const mapstore_result *r) {
         w->fn(x, m, r, w);
         m = w->id ? find(x, w->id) : NULL;
         if (m && !m->writes && !x->stopping) drive(x, m);
+    } else {
+        for (mv_wait **pp = &x->creating; *pp; pp = &(*pp)->next)
+            if (*pp == w) {
+                *pp = w->next; /* a creation never completed: forget it */
+                break;
+            }
     }
     free(w);
 }
