@@ -52,7 +52,7 @@ build-asan: deps
 # under ASan/UBSan.
 test: build build-asan npm-deps
 	cd $(BUILD) && ctest --output-on-failure -j 2
-	cd $(BUILD_SAN) && ctest --output-on-failure -L unit
+	cd $(BUILD_SAN) && ctest --output-on-failure -L unit -j 2
 
 # Random seeds of both simulators for SECONDS (default 60), side by side; a
 # failure prints its seed (replay: DETECTOR_SIM_SEED=S build/test-detector,
@@ -78,6 +78,7 @@ bench: build
 	@./bench/move
 	@./bench/move_bighash
 	@./bench/rebalance_vs_redis
+	@./bench/coord_failover
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

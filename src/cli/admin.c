@@ -11,18 +11,24 @@
  *   keel plan --coord HOST:PORT [--json]      (plan.c hands this case here)
  *
  * Every one takes --coord HOST:PORT[,HOST:PORT...] (default 127.0.0.1:7400;
- * core/addrlist.h: only the leading coordinator listens, so the addresses are
- * tried in order and the first that accepts the connection is used) and
+ * core/addrlist.h): the addresses are tried in order; a standby answers with
+ * -NOTLEADER naming the leader (core/notleader.h), which is dialled next at
+ * once (the command runs only after the coordinator answered AUTH or PING as
+ * the leader, so a standby never executes it); and
  * --password PW (or $KEEL_PASSWORD). Exit status: 0, 1 (the coordinator
  * refused, or no address answered: the error names each one tried), 2 (bad
  * usage). */
 #include "core/addrlist.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/notleader.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_ARGS 8
 
@@ -111,43 +117,87 @@ static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) 
     return 0;
 }
 
-/* The first address in a->coords that accepts a connection, or NULL after
- * printing every address tried and why each failed. */
-static redisContext *dial_first(const admin_cmd *d, const admin_args *a, struct timeval tv) {
-    char tried[ADDRLIST_MAX][320];
-    for (int i = 0; i < a->coords.n; i++) {
-        const addrlist_entry *e = &a->coords.a[i];
+/* One pass over the addresses for dial_leader: a connection to the leader,
+ * or NULL with what each dial met in tried[*ntried]. *final: a leader
+ * refused us (a bad password), do not retry. *standby: a standby answered
+ * (an election may be under way, worth another pass). */
+static redisContext *dial_round(const admin_cmd *d, const admin_args *a, struct timeval tv,
+                                char tried[][384], int *ntried, int *final, int *standby) {
+    addrlist l = a->coords;
+    int next = 0, redirect = -1;
+    *ntried = 0;
+    for (int dials = 0; dials < ADDRLIST_MAX; dials++) {
+        int i = redirect >= 0 ? redirect : next++;
+        redirect = -1;
+        if (i >= l.n) break;
+        const addrlist_entry *e = &l.a[i];
         redisContext *c = redisConnectWithTimeout(e->host, e->port, tv);
-        if (c && !c->err) return c;
-        snprintf(tried[i], sizeof tried[i], "%s:%d: %s", e->host, e->port,
-                 c ? c->errstr : "out of memory");
+        const char *why = c ? c->errstr : "out of memory";
+        redisReply *r = NULL;
+        if (c && !c->err) {
+            redisSetTimeout(c, tv);
+            r = a->password ? redisCommand(c, "AUTH %s", a->password) : redisCommand(c, "PING");
+            if (r && r->type != REDIS_REPLY_ERROR) {
+                freeReplyObject(r);
+                return c;
+            }
+            why = r ? r->str : c->errstr;
+            addrlist_entry to;
+            int nl = r ? notleader_parse(r->str, r->len, &to, NULL, 0) : KEEL_EINVAL;
+            if (nl == 0) redirect = addrlist_find_or_add(&l, &to);
+            if (nl != KEEL_EINVAL || !r) *standby = 1; /* or closed as it took over */
+            if (r && nl == KEEL_EINVAL) { /* the leader refused (a bad password): final */
+                fprintf(stderr, "keel %s: %s\n", d->cli, r->str);
+                *final = 1;
+                freeReplyObject(r);
+                redisFree(c);
+                return NULL;
+            }
+        }
+        snprintf(tried[(*ntried)++], 384, "%s:%d: %s", e->host, e->port, why);
+        freeReplyObject(r);
         redisFree(c);
     }
-    if (a->coords.n == 1) {
+    return NULL;
+}
+
+/* A connection to the leading coordinator, AUTHed when a password is
+ * given, or NULL after printing every address tried and why each failed.
+ * Addresses are tried in list order; a -NOTLEADER reply to AUTH or PING
+ * naming an address sends us there next (appended to the list when it is
+ * not in it), at most ADDRLIST_MAX dials a pass. When a standby answered
+ * but no leader was reached (an election under way: the old leader's lease
+ * has not run out, or the new one is opening the map), passes repeat every
+ * 250 ms for up to ELECTION_WAIT_MS. */
+#define ELECTION_WAIT_MS 5000
+static redisContext *dial_leader(const admin_cmd *d, const admin_args *a, struct timeval tv) {
+    char tried[ADDRLIST_MAX][384];
+    int ntried = 0;
+    uint64_t t0 = keel_mono_us();
+    for (;;) {
+        int final = 0, standby = 0;
+        redisContext *c = dial_round(d, a, tv, tried, &ntried, &final, &standby);
+        if (c) return c;
+        if (final) return NULL;
+        if (!standby || keel_mono_us() - t0 >= ELECTION_WAIT_MS * 1000ull) break;
+        usleep(250 * 1000);
+    }
+    if (ntried == 1) {
         fprintf(stderr, "keel %s: cannot reach the coordinator at %s\n", d->cli, tried[0]);
         return NULL;
     }
-    fprintf(stderr, "keel %s: cannot reach any of the %d coordinators:\n", d->cli, a->coords.n);
-    for (int i = 0; i < a->coords.n; i++)
+    fprintf(stderr, "keel %s: cannot reach any of the %d coordinators:\n", d->cli, ntried);
+    for (int i = 0; i < ntried; i++)
         fprintf(stderr, "  %s\n", tried[i]);
     return NULL;
 }
 
 static int run(const admin_cmd *d, const admin_args *a) {
     struct timeval tv = {5, 0};
-    redisContext *c = dial_first(d, a, tv);
+    redisContext *c = dial_leader(d, a, tv);
     if (!c) return 1;
-    redisSetTimeout(c, tv);
     int status = 1;
     redisReply *r = NULL;
-    if (a->password) {
-        r = redisCommand(c, "AUTH %s", a->password);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "keel %s: %s\n", d->cli, r ? r->str : c->errstr);
-            goto out;
-        }
-        freeReplyObject(r);
-    }
     if (a->watch) {
         status = moves_watch(c, a->all);
         goto out;

@@ -13,10 +13,15 @@
  * Then it stays up for redis-cli until Ctrl-C, or stops after --exit-after
  * seconds, stops every process with SIGTERM and removes the directory.
  *
+ * With --ha (demo_ha.h) the coordinator is three, on three etcd members,
+ * and the leading one is killed with SIGKILL during the join; the summary
+ * shows the failover.
+ *
  * The dashboard (docs/dashboard.md) is up the whole time on the
  * coordinator's HTTP port, BASE+80, and node i serves /metrics on BASE+80+i:
  * the ports contrib/prometheus/keel.yml scrapes for the default BASE 7000. */
 #include "cli/demo_client.h"
+#include "cli/demo_ha.h"
 #include "core/clock.h"
 #include "core/crc16.h"
 
@@ -48,10 +53,15 @@ static void on_stop(int sig) {
 }
 
 typedef struct demo {
-    long base, nodes, keys, exit_after, value_size, join;
+    long base, nodes, keys, exit_after, value_size, join, partitions;
     char dir[64], exe[PATH_MAX];
     pid_t pids[DEMO_MAX_NODES + 1]; /* [0] = coordinator */
     int slot_port[16384];
+    demo_ha ha; /* --ha */
+    /* --ha: the moves unfinished when the leader was killed, and how many
+     * had committed by then */
+    double inflight_at_kill[4096];
+    int ninflight_at_kill, committed_at_kill;
 } demo;
 
 static int parse_num(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -69,14 +79,22 @@ static int parse_num(const char *flag, const char *v, long lo, long hi, long *ou
 static int parse_flags(demo *d, int argc, char **argv) {
     for (int i = 0; i < argc; i += 2) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "--ha")) { /* takes no value */
+            d->ha.on = 1;
+            i--;
+            continue;
+        }
         if (!strcmp(f, "--help")) {
             printf("usage: keel demo [--nodes N] [--keys K] [--value-size B] [--join 0|1]\n"
-                   "                 [--port BASE] [--exit-after SECONDS]\n"
+                   "                 [--port BASE] [--exit-after SECONDS] [--partitions P] [--ha]\n"
                    "  N nodes (default 4) and K keys (default 500000) of B bytes (default 100);\n"
                    "  then one more node joins and the cluster rebalances itself (--join 0: no)\n"
                    "  the coordinator listens on BASE (default 7000), node i on BASE+i;\n"
                    "  the dashboard is at http://127.0.0.1:BASE+80/ and node i serves\n"
-                   "  /metrics on BASE+80+i\n");
+                   "  /metrics on BASE+80+i\n"
+                   "  --ha: three etcd members (client ports BASE+20..22) and three\n"
+                   "  coordinators (BASE, BASE+10, BASE+11); the leader is killed with\n"
+                   "  SIGKILL during the join and the summary shows the failover\n");
             exit(0);
         }
         int rc = !strcmp(f, "--port")         ? parse_num(f, v, 1, 65000, &d->base)
@@ -84,6 +102,7 @@ static int parse_flags(demo *d, int argc, char **argv) {
                  : !strcmp(f, "--keys")       ? parse_num(f, v, 0, 100000000, &d->keys)
                  : !strcmp(f, "--value-size") ? parse_num(f, v, 1, 1 << 20, &d->value_size)
                  : !strcmp(f, "--join")       ? parse_num(f, v, 0, 1, &d->join)
+                 : !strcmp(f, "--partitions") ? parse_num(f, v, 16, 16384, &d->partitions)
                  : !strcmp(f, "--exit-after")
                      ? parse_num(f, v, 1, 1000000, &d->exit_after)
                      : (fprintf(stderr, "keel demo: unknown flag %s\n", f), -1);
@@ -183,9 +202,14 @@ static long load_keys(demo *d) {
     return acked;
 }
 
+/* The coordinator, or with --ha whichever leads (waiting out a failover). */
+static redisContext *coord_dial(demo *d) {
+    return d->ha.on ? demo_ha_dial(&d->ha, 15000) : dial((int)d->base);
+}
+
 /* One admin command to the coordinator; returns the reply (caller frees). */
 static redisReply *coord_cmd(demo *d, const char *fmt, ...) {
-    redisContext *c = dial((int)d->base);
+    redisContext *c = coord_dial(d);
     if (!c) return NULL;
     va_list ap;
     va_start(ap, fmt);
@@ -209,17 +233,20 @@ static void print_status(demo *d) {
 }
 
 static void spawn_node(demo *d, long i) {
-    char port[16], ndir[96], id[16], log[128], cport[32], secret[128], mport[16];
+    char port[16], ndir[96], id[16], log[128], cport[160], secret[128], mport[16];
     snprintf(cport, sizeof cport, "127.0.0.1:%ld", d->base);
+    if (d->ha.on) snprintf(cport, sizeof cport, "%s", d->ha.coord_list);
     snprintf(mport, sizeof mport, "%ld", d->base + HTTP_OFFSET + i);
     snprintf(secret, sizeof secret, "%s/cluster.secret", d->dir);
     snprintf(port, sizeof port, "%ld", d->base + i);
     snprintf(ndir, sizeof ndir, "%s/n%ld", d->dir, i);
     snprintf(id, sizeof id, "n%ld", i);
     snprintf(log, sizeof log, "%s/n%ld.log", d->dir, i);
-    char *node[] = {
+    char *node[17] = {
+        /* [14], [15]: --audit-log with --ha */
         d->exe,          "node", "--port", port, "--dir",          ndir,  "--coord", cport,
         "--secret-file", secret, "--id",   id,   "--metrics-port", mport, NULL};
+    if (d->ha.on) node[14] = "--audit-log", node[15] = d->ha.audit;
     d->pids[i] = spawn(d, log, node);
 }
 
@@ -227,13 +254,25 @@ static int start_cluster(demo *d) {
     char coordport[16], httpport[16], log[128];
     snprintf(coordport, sizeof coordport, "%ld", d->base);
     snprintf(httpport, sizeof httpport, "%ld", d->base + HTTP_OFFSET);
-    char *init[] = {d->exe, "coord", "--init", "--dir", d->dir, NULL};
+    char secret[128];
+    snprintf(secret, sizeof secret, "%s/cluster.secret", d->dir);
+    if (d->ha.on) { /* the secret where spawn_node looks for it */
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "cp '%s/coord-init/cluster.secret' '%s'", d->dir, secret);
+        d->ha.partitions = d->partitions;
+        if (demo_ha_start(&d->ha, d->base, d->dir, d->exe) || system(cmd) != 0) return -1;
+        goto nodes;
+    }
+    char parts[16];
+    snprintf(parts, sizeof parts, "%ld", d->partitions);
+    char *init[] = {d->exe, "coord", "--init", "--dir", d->dir, "--partitions", parts, NULL};
     snprintf(log, sizeof log, "%s/coord.log", d->dir);
     int st;
     if (waitpid(spawn(d, log, init), &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) return -1;
     char *coord[] = {d->exe,    "coord",       "--dir",  d->dir, "--port",
                      coordport, "--http-port", httpport, NULL};
     d->pids[0] = spawn(d, log, coord);
+nodes:
     for (long i = 1; i <= d->nodes; i++)
         spawn_node(d, i);
     for (int t = 0; t < 300 && !stop_requested; t++) { /* up to 30 s for placement */
@@ -246,6 +285,7 @@ static int start_cluster(demo *d) {
 static void stop_cluster(demo *d) {
     for (long i = DEMO_MAX_NODES; i >= 0; i--)
         if (d->pids[i] > 0) kill(d->pids[i], SIGTERM), waitpid(d->pids[i], NULL, 0);
+    if (d->ha.on) demo_ha_stop(&d->ha);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
     if (system(cmd) != 0) fprintf(stderr, "keel demo: could not remove %s\n", d->dir);
@@ -319,10 +359,72 @@ static double last_move_id(demo *d) {
     return id;
 }
 
+/* --ha: kills the leader once the join's first move is under way (or
+ * done), noting the moves then unfinished; restarts it once another leads. */
+static void ha_step(demo *d, const move_sum *ms, double first_id) {
+    if (d->ha.killed >= 0) {
+        if (!d->ha.restarted && demo_ha_restart_killed(&d->ha))
+            printf("c%d started again: it rejoins as a standby\n", d->ha.killed + 1);
+        return;
+    }
+    if (ms->in_flight == 0 && ms->committed == 0) return;
+    cJSON *arr = coord_json(d, "MOVES JSON ALL"), *o;
+    d->ninflight_at_kill = 0;
+    cJSON_ArrayForEach(o, arr) {
+        double id = cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble;
+        const char *st = cJSON_GetObjectItemCaseSensitive(o, "state")->valuestring;
+        if (id > first_id && strcmp(st, "DONE") && strcmp(st, "COMMITTED") &&
+            strcmp(st, "ABORTED") && d->ninflight_at_kill < 4096)
+            d->inflight_at_kill[d->ninflight_at_kill++] = id;
+    }
+    cJSON_Delete(arr);
+    d->committed_at_kill = ms->committed;
+    if (demo_ha_kill_leader(&d->ha) == 0)
+        printf("\n>>> kill -9 of the leading coordinator c%d (%d moves committed, %d in flight)\n",
+               d->ha.killed + 1, ms->committed, d->ninflight_at_kill);
+    fflush(stdout);
+}
+
+/* --ha: the failover lines of the summary. Returns 0 when it was seen. */
+static int ha_summary(demo *d, const move_sum *ms) {
+    if (d->ha.killed < 0) {
+        printf("failover                    the leader was not killed (no move started)\n");
+        return -1;
+    }
+    char who[80] = "?";
+    double ms_fail = demo_ha_failover_ms(&d->ha, who, sizeof who);
+    int done = 0, aborted = 0, open = 0;
+    cJSON *arr = coord_json(d, "MOVES JSON ALL"), *o;
+    cJSON_ArrayForEach(o, arr) {
+        double id = cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble;
+        const char *st = cJSON_GetObjectItemCaseSensitive(o, "state")->valuestring;
+        for (int k = 0; k < d->ninflight_at_kill; k++)
+            if (d->inflight_at_kill[k] == id) {
+                if (!strcmp(st, "DONE") || !strcmp(st, "COMMITTED"))
+                    done++;
+                else if (!strcmp(st, "ABORTED"))
+                    aborted++;
+                else
+                    open++;
+            }
+    }
+    cJSON_Delete(arr);
+    printf("failover                    kill -9 of c%d -> first map write by %s: ",
+           d->ha.killed + 1, who);
+    if (ms_fail < 0)
+        printf("not seen\n");
+    else
+        printf("%.0f ms\n", ms_fail);
+    printf("moves across the failover   %d in flight at the kill: %d finished, %d aborted, "
+           "%d unfinished; %d committed after it\n",
+           d->ninflight_at_kill, done, aborted, open, ms->committed - d->committed_at_kill);
+    return ms_fail < 0 || open ? -1 : 0;
+}
+
 /* Adds node N+1 and shows the rebalance until nothing is in flight for a
  * while and the new node holds data. Returns seconds to balanced, or -1. */
 static double watch_rebalance(demo *d, double first_id) {
-    redisContext *c = dial((int)d->base);
+    redisContext *c = coord_dial(d);
     if (!c) return -1;
     int tty = isatty(STDOUT_FILENO);
     double t0 = (double)keel_mono_us() / 1000;
@@ -340,7 +442,13 @@ static double watch_rebalance(demo *d, double first_id) {
                  ms.aborted);
         int active = moves_render(c, 0, tty, header);
         if (!tty) fflush(stdout);
+        if (active < 0 && d->ha.on) { /* the leader is gone: find the next one */
+            redisFree(c);
+            if (!(c = coord_dial(d))) break;
+            continue;
+        }
         if (active < 0) break;
+        if (d->ha.on) ha_step(d, &ms, first_id);
         /* Balanced: moves happened, none in flight or queued for 3 planning
          * rounds (the loop would have planned more if it could gain). */
         if (ms.committed > 0 && ms.in_flight == 0) {
@@ -394,8 +502,13 @@ static long verify(demo *d, dload *l, long *lost) {
 }
 
 int demo_main(int argc, char **argv, const char *self) {
-    demo d = {.base = 7000, .nodes = 4, .keys = 500000, .value_size = 100, .join = 1};
+    demo d = {
+        .base = 7000, .nodes = 4, .keys = 500000, .value_size = 100, .join = 1, .partitions = 1024};
     if (parse_flags(&d, argc, argv)) return 2;
+    if (d.partitions & (d.partitions - 1)) {
+        fprintf(stderr, "keel demo: --partitions must be a power of two from 16 to 16384\n");
+        return 2;
+    }
     if (d.join && d.nodes >= DEMO_MAX_NODES) {
         fprintf(stderr, "keel demo: --nodes must be below %d to add one\n", DEMO_MAX_NODES);
         return 2;
@@ -409,6 +522,12 @@ int demo_main(int argc, char **argv, const char *self) {
         snprintf(d.exe, sizeof d.exe, "%s", self);
     signal(SIGINT, on_stop);
     signal(SIGTERM, on_stop);
+    if (d.ha.on && !demo_ha_find_etcd(&d.ha)) {
+        printf("keel demo --ha: skipped: no etcd binary (install etcd-server, e.g. make deps, "
+               "or set KEEL_ETCD)\n");
+        rmdir(d.dir);
+        return 0;
+    }
     int status = 1;
     if (start_cluster(&d)) {
         fprintf(stderr, "keel demo: the cluster did not come up; logs:\n");
@@ -422,6 +541,11 @@ int demo_main(int argc, char **argv, const char *self) {
     printf("keel demo: a coordinator on 127.0.0.1:%ld and %ld nodes on ports %ld-%ld "
            "(data and logs in %s)\n",
            d.base, d.nodes, d.base + 1, d.base + d.nodes, d.dir);
+    if (d.ha.on)
+        printf("coordinators c1, c2, c3 on 127.0.0.1:%d, :%d, :%d (c1 leads) on three etcd "
+               "members, client ports %ld-%ld; audit log %s\n",
+               demo_ha_coord_port(&d.ha, 0), demo_ha_coord_port(&d.ha, 1),
+               demo_ha_coord_port(&d.ha, 2), d.base + 20, d.base + 22, d.ha.audit);
     printf("dashboard: http://127.0.0.1:%ld/  (up as long as the demo runs)\n",
            d.base + HTTP_OFFSET);
     fflush(stdout);
@@ -478,14 +602,18 @@ int demo_main(int argc, char **argv, const char *self) {
                (unsigned long long)load.c.errors, (unsigned long long)load.wrong_reads);
         printf("lost writes                 %ld of %ld keys checked\n", lost, checked);
         if (lost || load.c.errors || load.wrong_reads || secs < 0) status = 1;
+        if (d.ha.on && ha_summary(&d, &ms)) status = 1;
         dload_free(&load);
     }
     printf("\n");
     print_status(&d);
     printf("\ndashboard: http://127.0.0.1:%ld/\n", d.base + HTTP_OFFSET);
     printf("connect:  redis-cli -c -p %ld GET demo:42\n", d.base + 1);
-    printf("          build/keel moves --coord 127.0.0.1:%ld\n", d.base);
-    printf("          build/keel partitions --coord 127.0.0.1:%ld --node n1\n", d.base);
+    char at[160];
+    snprintf(at, sizeof at, "127.0.0.1:%ld", d.base);
+    if (d.ha.on) snprintf(at, sizeof at, "%s", d.ha.coord_list);
+    printf("          build/keel moves --coord %s\n", at);
+    printf("          build/keel partitions --coord %s --node n1\n", at);
     printf("%s\n\n", d.exit_after ? "stopping after --exit-after" : "press Ctrl-C to stop");
     fflush(stdout);
     time_t until = d.exit_after ? time(NULL) + d.exit_after : 0;

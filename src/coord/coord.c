@@ -22,11 +22,14 @@
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
 #include "coord/coord_elect.h"
+#include "coord/coord_standby.h"
 #include "coord/detector.h"
 #include "coord/mapstore_etcd.h"
+#include "core/audit.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/num.h"
+#include "coord/coord_rf.h"
 #include "core/coordkey.h"
 #include "core/failpoint.h"
 #include "core/log.h"
@@ -76,6 +79,11 @@ const setting_def coord_settings[] = {
     {"quarantine", "1", "quarantine a node after its 4th failure within an hour (0 = never)", 0, 1},
     {"latency_objective_ms", "50",
      "rebalancing waits while a node's p99 is above this (0 = never waits)", 0, 600000},
+    /* Replication (coord_rf.h): both checked together by coord_rf_check_change.
+     * min_insync's real default depends on RF (coord_rf_get); "1" is it for
+     * RF 1, the only RF served today. */
+    {"replicas", "1", "copies of each partition (RF > 1 waits for issue 11 step 3)", 1, 7},
+    {"min_insync", "1", "in-sync copies a write needs (default 2 for RF >= 3, else RF)", 1, 7},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -166,9 +174,19 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
         } else if (!strcmp(a, "--lease-ttl-s")) {
             if (int_arg(a, v, 2, 60, &x, err, cap)) return KEEL_EINVAL;
             c->lease_ttl_s = (int)x;
+        } else if (!strcmp(a, "--audit-log")) {
+            if (!*v || strlen(v) >= sizeof c->audit_log)
+                return snprintf(err, cap, "bad --audit-log FILE"), KEEL_EINVAL;
+            snprintf(c->audit_log, sizeof c->audit_log, "%s", v);
         } else if (!strcmp(a, "--etcd-timeout-ms")) {
             if (int_arg(a, v, 100, 60000, &x, err, cap)) return KEEL_EINVAL;
             c->etcd_timeout_ms = (int)x;
+        } else if (!strcmp(a, "--replicas")) {
+            if (int_arg(a, v, 1, KEEL_RF_MAX, &x, err, cap)) return KEEL_EINVAL;
+            c->replicas = (int)x;
+        } else if (!strcmp(a, "--min-insync")) {
+            if (int_arg(a, v, 1, KEEL_RF_MAX, &x, err, cap)) return KEEL_EINVAL;
+            c->min_insync = (int)x;
         } else if (!strcmp(a, "--log-level")) {
             if (keel_log_parse_level(v, &c->log_level))
                 return snprintf(err, cap, "bad --log-level '%s'", v), KEEL_EINVAL;
@@ -183,15 +201,25 @@ int coord_config_parse(coord_config *c, int argc, char **argv, char *err, size_t
         return snprintf(err, cap, "--id and --lease-ttl-s need --etcd"), KEEL_EINVAL;
     if (!c->etcd[0] && (c->etcd_prefix[0] || c->etcd_timeout_ms))
         return snprintf(err, cap, "--etcd-prefix and --etcd-timeout-ms need --etcd"), KEEL_EINVAL;
+    if (!c->init && (c->replicas || c->min_insync))
+        return snprintf(err, cap,
+                        "--replicas and --min-insync are for --init (later: keel set replicas N)"),
+               KEEL_EINVAL;
+    if (c->init) {
+        int rf = c->replicas ? c->replicas : COORD_RF_DEFAULT;
+        int mi = c->min_insync ? c->min_insync : coord_rf_default_min_insync(rf);
+        if (coord_rf_validate(rf, mi, 1, err, cap)) return KEEL_EINVAL;
+    }
     if (c->http_port && c->http_port == c->port)
         return snprintf(err, cap, "--http-port must differ from --port"), KEEL_EINVAL;
     return 0;
 }
 
 const char *coord_usage(void) {
-    return "usage: keel coord --init --dir DIR [--partitions P] [ETCD]   create a cluster\n"
+    return "usage: keel coord --init --dir DIR [--partitions P] [--replicas RF]\n"
+           "                  [--min-insync N] [ETCD]   create a cluster (RF 1 for now)\n"
            "       keel coord --dir DIR --port N [--http-port H] [--requirepass PW]\n"
-           "                  [--bind ADDR] [--log-level L] [ETCD]\n"
+           "                  [--bind ADDR] [--log-level L] [--audit-log FILE] [ETCD]\n"
            "ETCD (the map store on etcd instead of DIR/map.db; DIR keeps the secret and keys):\n"
            "       --etcd http://HOST:PORT[,...] [--etcd-prefix /keel/NAME/]\n"
            "       [--etcd-timeout-ms MS]   (prefix default " MAPSTORE_ETCD_DEFAULT_PREFIX
@@ -292,10 +320,24 @@ int coord_init(const coord_config *c) {
         fprintf(stderr, "keel coord: %s\n", err);
         return 1;
     }
+    /* The replication settings, validated by coord_config_parse. */
+    int rf = c->replicas ? c->replicas : COORD_RF_DEFAULT;
+    int mi = c->min_insync ? c->min_insync : coord_rf_default_min_insync(rf);
+    char rfs[16], mis[16];
+    snprintf(rfs, sizeof rfs, "%d", rf);
+    snprintf(mis, sizeof mis, "%d", mi);
+    int rc = mapstore_setting_set(ms, "replicas", rfs, keel_wall_ms());
+    if (rc == 0) rc = mapstore_setting_set(ms, "min_insync", mis, keel_wall_ms());
+    if (rc) {
+        fprintf(stderr, "keel coord: %s\n", mapstore_errmsg(ms));
+        mapstore_free(ms);
+        if (!c->etcd[0]) unlink(db);
+        return 1;
+    }
     peerauth_secret s;
     char key[PATH_MAX + 16], pub[PATH_MAX + 16];
     key_paths(c, key, pub, sizeof key);
-    int rc = peerauth_secret_generate(&s);
+    rc = peerauth_secret_generate(&s);
     if (rc == 0) rc = peerauth_secret_write(sec, &s, err, sizeof err);
     peerauth_secret_wipe(&s);
     if (rc == 0 && (rc = coordkey_create(key, pub, err, sizeof err))) unlink(sec);
@@ -308,10 +350,12 @@ int coord_init(const coord_config *c) {
     if (c->etcd[0])
         printf("map store: etcd %s, prefix %s\n", c->etcd,
                c->etcd_prefix[0] ? c->etcd_prefix : MAPSTORE_ETCD_DEFAULT_PREFIX);
-    printf("created cluster %s with %u partitions in %s\nsecret: %s (give it to every node)\n",
-           mapstore_cluster_id(ms), c->partitions, c->dir, sec);
-    keel_log(KEEL_LOG_INFO, "cluster_created", "cluster=%s partitions=%u dir=%s",
-             mapstore_cluster_id(ms), c->partitions, c->dir);
+    printf("created cluster %s with %u partitions in %s\nreplicas %d, min_insync %d\n"
+           "secret: %s (give it to every node)\n",
+           mapstore_cluster_id(ms), c->partitions, c->dir, rf, mi, sec);
+    keel_log(KEEL_LOG_INFO, "cluster_created",
+             "cluster=%s partitions=%u dir=%s replicas=%d min_insync=%d", mapstore_cluster_id(ms),
+             c->partitions, c->dir, rf, mi);
     mapstore_free(ms);
     return 0;
 }
@@ -718,8 +762,15 @@ const kbuf *coord_map_json(coord *co) {
             keel_log(KEEL_LOG_ERROR, "map_node_skipped", "reason=\"%s\"", keel_strerror(idx));
     }
     for (size_t i = 0; !rc && i < np; i++) {
-        m.owner[i] = parts[i].owner[0] ? keel_map_find_node(&m, parts[i].owner) : -1;
+        map_rep r;
+        char why[128];
+        m.owner[i] = -1;
         m.epoch[i] = parts[i].epoch;
+        if (coord_rf_map_rep(&m, &parts[i], &r)) continue;
+        if (keel_map_set_rep(&m, (unsigned)i, &r, why, sizeof why)) { /* the store's rules hold */
+            keel_log(KEEL_LOG_ERROR, "map_replicas_skipped", "partition=%zu reason=\"%s\"", i, why);
+            m.owner[i] = r.node[0];
+        }
     }
     m.version = v;
     kbuf *b = &co->map_json;
@@ -764,8 +815,9 @@ static void on_signal(uv_signal_t *sig, int signum) {
 static const rserver_ops coord_ops = {.dispatch = coord_dispatch, .on_close = coord_conn_closed};
 
 /* Starts the election and waits, as a standby, until this process leads.
- * Nothing is opened or bound before: a standby holds no port. */
-static int become_leader(const coord_config *c, char *err, size_t cap) {
+ * Nothing is opened before: a standby holds no map; it answers on its port
+ * with -NOTLEADER naming the leader (coord_standby.h). */
+static int become_leader(const coord_config *c, uv_loop_t *loop, char *err, size_t cap) {
     char addr[COORD_ELECT_ADDR_MAX + 1];
     snprintf(addr, sizeof addr, "%s:%d", c->bind, c->port);
     coord_elect_config ec = {c->etcd, c->etcd_prefix[0] ? c->etcd_prefix : NULL, c->id, addr,
@@ -773,12 +825,8 @@ static int become_leader(const coord_config *c, char *err, size_t cap) {
     int rc = coord_elect_start(&ec, &elect, err, cap);
     if (rc) return rc;
     keel_log(KEEL_LOG_INFO, "election_started", "id=%s addr=%s", c->id, addr);
-    while (!coord_elect_wait(elect, 5000)) {
-        coord_elect_view v;
-        coord_elect_get(elect, &v);
-        keel_log(KEEL_LOG_INFO, "election_waiting", "id=%s leader=%s leader_addr=%s", c->id,
-                 v.leader_id[0] ? v.leader_id : "?", v.leader_addr[0] ? v.leader_addr : "?");
-    }
+    if (coord_standby_wait(loop, elect, c->bind, c->port))
+        return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
     return 0;
 }
 
@@ -814,6 +862,7 @@ static int coord_open(coord *co, char *err, size_t cap) {
         snprintf(err, cap, "cannot record the new term: %s", mapstore_errmsg(co->ms));
         return rc;
     }
+    audit_set_term(co->term);
     co->partitions = mapstore_partitions(co->ms);
     co->parts = calloc(co->partitions, sizeof *co->parts);
     if (!co->parts) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
@@ -837,7 +886,15 @@ int coord_run(const coord_config *cfg) {
     signal(SIGPIPE, SIG_IGN);
     int status = 1;
     if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail;
-    if (cfg->id[0] && become_leader(cfg, err, sizeof err)) goto fail;
+    if (cfg->audit_log[0] &&
+        audit_open(cfg->audit_log, cfg->id[0] ? cfg->id : "coordinator", err, sizeof err))
+        goto fail;
+    if (cfg->id[0] && become_leader(cfg, co->loop, err, sizeof err)) goto fail;
+    if (cfg->id[0]) { /* the wait as a standby is not a stall of this leader: start afresh */
+        keel_stallclock_init(&co->clock, COORD_CLOCK_TICK_MS, COORD_CLOCK_GAP_MS,
+                             (int64_t)(keel_mono_us() / 1000));
+        co->start_ms = coord_now(co);
+    }
     if (coord_open(co, err, sizeof err)) goto fail;
     rserver_config rc = {.bind = cfg->bind,
                          .port = cfg->port,

@@ -41,6 +41,9 @@ typedef struct coord_config {
     int etcd_timeout_ms;   /* --etcd-timeout-ms, default MAPSTORE_ETCD_DEFAULT_TIMEOUT_MS */
     char id[65];           /* --id C: leader election among coordinators (coord_elect.h) */
     int lease_ttl_s;       /* --lease-ttl-s, default COORD_ELECT_DEFAULT_TTL_S */
+    int replicas;          /* --replicas RF for --init (0: COORD_RF_DEFAULT, coord_rf.h) */
+    int min_insync;        /* --min-insync for --init (0: the default for RF) */
+    char audit_log[PATH_MAX]; /* --audit-log: a line per map-store write (core/audit.h) */
 } coord_config;
 
 void coord_config_default(coord_config *c);

@@ -13,6 +13,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_rf.h"
 #include "net/peerserve.h"
 #include "core/clock.h"
 #include "core/err.h"
@@ -180,6 +181,45 @@ static void election_json(cJSON *r) {
         }
 }
 
+/* The replication settings and how far the partitions are from them
+ * (coord_rf.h). -1 on a map store error. */
+typedef struct rf_view {
+    int rf, min_insync;
+    size_t under_replicated, under_min_isr;
+} rf_view;
+
+static int rf_view_get(coord *co, rf_view *v) {
+    mapstore_partition *parts;
+    size_t np;
+    coord_rf_get(co, &v->rf, &v->min_insync);
+    if (mapstore_partition_list(co->ms, &parts, &np)) return -1;
+    coord_rf_counts(parts, np, v->rf, v->min_insync, &v->under_replicated, &v->under_min_isr);
+    free(parts);
+    return 0;
+}
+
+static void rf_json(coord *co, cJSON *r) {
+    rf_view v;
+    if (rf_view_get(co, &v)) return;
+    cJSON *o = cJSON_AddObjectToObject(r, "replication");
+    cJSON_AddNumberToObject(o, "replicas", v.rf);
+    cJSON_AddNumberToObject(o, "min_insync", v.min_insync);
+    cJSON_AddNumberToObject(o, "max_served_replicas", COORD_RF_SERVED_MAX);
+    cJSON_AddNumberToObject(o, "under_replicated", (double)v.under_replicated);
+    cJSON_AddNumberToObject(o, "under_min_insync", (double)v.under_min_isr);
+}
+
+static void rf_text(coord *co, kbuf *b) {
+    rf_view v;
+    if (rf_view_get(co, &v)) return;
+    kbuf_printf(b, "replication: replicas %d  min_insync %d", v.rf, v.min_insync);
+    if (v.under_replicated || v.under_min_isr)
+        kbuf_printf(b, "  (%zu partitions under-replicated, %zu below min_insync)",
+                    v.under_replicated, v.under_min_isr);
+    if (COORD_RF_SERVED_MAX == 1) kbuf_printf(b, "  [RF > 1 not served until issue 11 step 3]");
+    kbuf_printf(b, "\n");
+}
+
 /* The STATUS view as JSON (caller frees); NULL on a map store error. */
 static cJSON *status_json(coord *co, int64_t now) {
     size_t nn;
@@ -192,6 +232,7 @@ static cJSON *status_json(coord *co, int64_t now) {
     cJSON_AddNumberToObject(r, "term", (double)co->term);
     cJSON_AddNumberToObject(r, "partitions", co->partitions);
     election_json(r);
+    rf_json(co, r);
     cJSON_AddNumberToObject(r, "imbalance", imb);
     cJSON *nodes = cJSON_AddArrayToObject(r, "nodes");
     for (size_t k = 0; k < nn; k++) {
@@ -291,9 +332,11 @@ static void c_status(cctx *x) {
     }
     kbuf_printf(&b,
                 "\nimbalance %.3f (max/mean utilisation)  map version %llu  term %llu  "
-                "partitions %u\n\nsettings:\n",
+                "partitions %u\n",
                 imb, (unsigned long long)mapstore_version(co->ms), (unsigned long long)co->term,
                 co->partitions);
+    rf_text(co, &b);
+    kbuf_printf(&b, "\nsettings:\n");
     for (const setting_def *d = coord_settings; d->name; d++) {
         mapstore_setting st;
         if (mapstore_setting_get(co->ms, d->name, &st) == 0)
@@ -393,6 +436,14 @@ static void c_partitions(cctx *x) {
         else
             cJSON_AddNullToObject(o, "owner");
         cJSON_AddNumberToObject(o, "epoch", (double)p->epoch);
+        cJSON *reps = cJSON_AddArrayToObject(o, "replicas"),
+              *isr = cJSON_AddArrayToObject(o, "isr");
+        for (unsigned k = 0; k < p->nreplicas; k++) {
+            cJSON_AddItemToArray(reps, cJSON_CreateString(p->replicas[k]));
+            if ((p->isr >> k) & 1) cJSON_AddItemToArray(isr, cJSON_CreateString(p->replicas[k]));
+        }
+        cJSON_AddNumberToObject(o, "leader_epoch", (double)p->leader_epoch);
+        cJSON_AddNumberToObject(o, "partition_epoch", (double)p->partition_epoch);
         cJSON_AddStringToObject(o, "slots", slots);
         cJSON_AddNumberToObject(o, "bytes", (double)pm->bytes);
         cJSON_AddNumberToObject(o, "keys", (double)pm->keys);

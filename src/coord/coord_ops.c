@@ -22,6 +22,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_rf.h"
 #include "core/err.h"
 #include "core/failpoint.h"
 #include "core/log.h"
@@ -101,7 +102,13 @@ void coord_c_setting(cctx *x) {
         return;
     }
     mapstore_write w;
-    if (!strcasecmp(x->argv[1], "set") && x->argc == 4) {
+    int is_set = !strcasecmp(x->argv[1], "set") && x->argc == 4;
+    if ((is_set || (!strcasecmp(x->argv[1], "reset") && x->argc == 3)) &&
+        coord_rf_check_change(x->co, d->name, is_set ? x->argv[3] : NULL, msg, sizeof msg)) {
+        coord_reply_err(x, msg);
+        return;
+    }
+    if (is_set) {
         if (parse_setting(d, x->argv[3], msg, sizeof msg)) {
             coord_reply_err(x, msg);
             return;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/audit.h"
 #include "core/err.h"
 #include "core/id.h"
 
@@ -165,11 +166,18 @@ void mapstore_counters(const mapstore *ms, uint64_t *reads, uint64_t *writes) {
  * not found, exists, range) changed nothing, by the contract, and keeps the
  * cache; any other failure (I/O, memory, corruption) drops it, so the next
  * read reloads what the backend holds. */
-static int wrote(mapstore *ms, int rc) {
+static int counted(mapstore *ms, int rc) {
     ms->writes++;
     if (rc && rc != KEEL_EINVAL && rc != KEEL_ENOTFOUND && rc != KEEL_EEXIST && rc != KEEL_ERANGE)
         msc_drop(ms);
     return rc;
+}
+
+/* A write that changes the map: counted, and on the audit log (core/audit.h).
+ * Heartbeats are counted only: no backend stores them. */
+static int wrote(mapstore *ms, int rc) {
+    if (audit_enabled()) audit_map_write("write", rc, 0, ms->ops->version(ms->impl));
+    return counted(ms, rc);
 }
 
 /* A malloc'd copy of n items (NULL when n is 0). */
@@ -585,15 +593,13 @@ static void a_node_heartbeat(mapstore *ms, const ms_job *j) {
 static void a_partition_set_owner(mapstore *ms, const ms_job *j) {
     if (!ms->c.have_parts) return;
     mapstore_partition *c = &ms->c.parts[j->w.partition];
-    snprintf(c->owner, sizeof c->owner, "%s", j->w.has_id ? j->w.id : "");
-    c->epoch = j->r.epoch;
+    mapstore__owner_change(c, j->w.has_id ? j->w.id : NULL);
+    if (c->epoch != j->r.epoch) msc_drop(ms); /* cannot happen: the rules are shared */
 }
 
 static void a_partition_place(mapstore *ms, const ms_job *j) {
     for (size_t i = 0; ms->c.have_parts && i < j->w.npl; i++) { /* each placed: owner, epoch + 1 */
-        mapstore_partition *c = &ms->c.parts[j->pl[i].partition];
-        snprintf(c->owner, sizeof c->owner, "%s", j->pl[i].owner);
-        c->epoch++;
+        mapstore__owner_change(&ms->c.parts[j->pl[i].partition], j->pl[i].owner);
     }
 }
 
@@ -647,8 +653,8 @@ static void a_move_commit(mapstore *ms, const ms_job *j) {
     m->at_ms[MAPSTORE_MOVE_COMMITTED] = j->w.now_ms;
     if (ms->c.have_parts) {
         mapstore_partition *c = &ms->c.parts[m->partition];
-        snprintf(c->owner, sizeof c->owner, "%s", m->to);
-        c->epoch = j->r.epoch;
+        mapstore__owner_change(c, m->to);
+        if (c->epoch != j->r.epoch) msc_drop(ms); /* cannot happen: the rules are shared */
     }
 }
 
@@ -712,7 +718,12 @@ static int write_sync(mapstore *ms, const mapstore_write *w, mapstore_result *r)
     j->w = *w;
     j->pl = (mapstore_placement *)w->pl;
     rc = op->run(ms, j);
-    if (ms_counted(w)) rc = wrote(ms, rc);
+    if (w->kind == MAPSTORE_W_NODE_HEARTBEAT) /* counted only: no backend stores them */
+        rc = counted(ms, rc);
+    else if (ms_counted(w))
+        rc = wrote(ms, rc);
+    else if (w->kind == MAPSTORE_W_BUMP_TERM && audit_enabled())
+        audit_map_write("bump_term", rc, rc ? 0 : j->r.term, ms->ops->version(ms->impl));
     if (!rc) op->apply(ms, j);
     *r = j->r;
     free(j);
@@ -814,6 +825,168 @@ int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t 
     int rc = write_sync(ms, &w, &r);
     if (!rc && version) *version = r.version;
     return rc;
+}
+
+/* n distinct valid ids, 1..KEEL_RF_MAX of them. */
+static int check_id_list(mapstore *ms, const char *what, const char *const *ids, size_t n) {
+    if (n < 1 || n > KEEL_RF_MAX || !ids)
+        return mapstore__errf(ms, KEEL_EINVAL, "%s: 1 to %d node ids, not %zu", what, KEEL_RF_MAX,
+                              n);
+    int rc;
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = check_id(ms, what, ids[i]))) return rc;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(ids[i], ids[j]))
+                return mapstore__errf(ms, KEEL_EINVAL, "%s: %s listed twice", what, ids[i]);
+    }
+    return 0;
+}
+
+int mapstore_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
+                               const char *const *isr, size_t n, uint64_t *pe) {
+    int rc;
+    if (ms->async) /* not in the write table yet: no asynchronous form */
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "asynchronous handle: replica-set writes are synchronous only");
+    if ((rc = check_part(ms, p)) || (rc = check_id_list(ms, "ISR", isr, n))) return rc;
+    mapstore_partition np;
+    /* A lost race (KEEL_EAGAIN) drops the cache in wrote(): another writer
+     * may have changed the store, so the next read reloads it. */
+    if ((rc = wrote(ms, ms->ops->partition_set_isr(ms, p, expected_pe, isr, n, &np)))) return rc;
+    if (pe) *pe = np.partition_epoch;
+    if (ms->c.have_parts) ms->c.parts[p] = np;
+    return 0;
+}
+
+int mapstore_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                    const char *const *replicas, size_t n, uint64_t *pe) {
+    int rc;
+    if (ms->async) /* not in the write table yet: no asynchronous form */
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "asynchronous handle: replica-set writes are synchronous only");
+    if ((rc = check_part(ms, p)) || (rc = check_id_list(ms, "replicas", replicas, n))) return rc;
+    mapstore_partition np;
+    if ((rc = wrote(ms, ms->ops->partition_set_replicas(ms, p, expected_pe, replicas, n, &np))))
+        return rc;
+    if (pe) *pe = np.partition_epoch;
+    if (ms->c.have_parts) ms->c.parts[p] = np;
+    return 0;
+}
+
+/* ---- Replication rules (shared with the backends) ------------------------ */
+
+int mapstore__part_can_bump(mapstore *ms, const mapstore_partition *p) {
+    if (p->partition_epoch < (uint64_t)INT64_MAX && p->epoch < (uint64_t)INT64_MAX) return 0;
+    return mapstore__errf(ms, KEEL_ERANGE, "partition %u: epoch would overflow", p->id);
+}
+
+/* Index of id among p's replicas, or -1. */
+static int rep_index(const mapstore_partition *p, const char *id) {
+    for (unsigned i = 0; i < p->nreplicas; i++)
+        if (!strcmp(p->replicas[i], id)) return (int)i;
+    return -1;
+}
+
+/* Rebuilds p's list from ids[0..n) (borrowed, may alias p) and their ISR
+ * bits, zeroing the unused slots. */
+static void put_list(mapstore_partition *p, char ids[][KEEL_ID_MAX + 1], const int *in, size_t n) {
+    char tmp[KEEL_RF_MAX][KEEL_ID_MAX + 1];
+    memset(tmp, 0, sizeof tmp);
+    unsigned isr = 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(tmp[i], sizeof tmp[i], "%s", ids[i]);
+        if (in[i]) isr |= 1u << i;
+    }
+    memcpy(p->replicas, tmp, sizeof tmp);
+    p->nreplicas = (unsigned)n;
+    p->isr = isr;
+}
+
+void mapstore__owner_change(mapstore_partition *p, const char *owner) {
+    char ids[KEEL_RF_MAX][KEEL_ID_MAX + 1];
+    int in[KEEL_RF_MAX];
+    size_t n = 0;
+    if (owner && *owner) {
+        snprintf(ids[n], sizeof ids[n], "%s", owner);
+        in[n++] = 1;
+        for (unsigned i = 1; i < p->nreplicas && n < KEEL_RF_MAX; i++) /* the old followers */
+            if (strcmp(p->replicas[i], owner)) {
+                snprintf(ids[n], sizeof ids[n], "%s", p->replicas[i]);
+                in[n++] = (p->isr >> i) & 1;
+            }
+    }
+    put_list(p, ids, in, n);
+    snprintf(p->owner, sizeof p->owner, "%s", owner ? owner : "");
+    p->epoch++;
+    p->leader_epoch++;
+    p->partition_epoch++;
+}
+
+/* The compare-and-set checks both changes share. */
+static int cas_check(mapstore *ms, const mapstore_partition *p, uint64_t expected_pe) {
+    if (!p->owner[0] || !p->nreplicas)
+        return mapstore__errf(ms, KEEL_EINVAL, "partition %u has no owner", p->id);
+    if (p->partition_epoch != expected_pe)
+        return mapstore__errf(
+            ms, KEEL_EAGAIN, "partition %u is at partition epoch %llu, not the expected %llu",
+            p->id, (unsigned long long)p->partition_epoch, (unsigned long long)expected_pe);
+    return mapstore__part_can_bump(ms, p);
+}
+
+int mapstore__set_isr(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
+                      const char *const *isr, size_t n) {
+    int rc = cas_check(ms, p, expected_pe);
+    if (rc) return rc;
+    unsigned mask = 0;
+    for (size_t i = 0; i < n; i++) {
+        int k = rep_index(p, isr[i]);
+        if (k < 0)
+            return mapstore__errf(ms, KEEL_EINVAL, "partition %u: %s is not a replica", p->id,
+                                  isr[i]);
+        mask |= 1u << k;
+    }
+    if (!(mask & 1))
+        return mapstore__errf(ms, KEEL_EINVAL, "partition %u: the ISR must hold the leader %s",
+                              p->id, p->owner);
+    p->isr = mask;
+    p->partition_epoch++;
+    return 0;
+}
+
+int mapstore__set_replicas(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
+                           const char *const *replicas, size_t n) {
+    int rc = cas_check(ms, p, expected_pe);
+    if (rc) return rc;
+    if (strcmp(replicas[0], p->owner))
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "partition %u: the first replica must be the leader %s (the leader "
+                              "changes by an ownership change)",
+                              p->id, p->owner);
+    char ids[KEEL_RF_MAX][KEEL_ID_MAX + 1];
+    int in[KEEL_RF_MAX];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof ids[i], "%s", replicas[i]);
+        int k = rep_index(p, replicas[i]);
+        in[i] = k >= 0 && ((p->isr >> k) & 1);
+    }
+    put_list(p, ids, in, n);
+    p->epoch++;
+    p->partition_epoch++;
+    return 0;
+}
+
+int mapstore__part_check(const mapstore_partition *p) {
+    if (p->nreplicas > KEEL_RF_MAX) return KEEL_ECORRUPT;
+    if (!p->owner[0]) return p->nreplicas || p->isr ? KEEL_ECORRUPT : 0;
+    if (!p->nreplicas || strcmp(p->replicas[0], p->owner) || !(p->isr & 1) ||
+        (p->isr >> p->nreplicas) || p->leader_epoch > p->epoch || p->epoch > p->partition_epoch)
+        return KEEL_ECORRUPT;
+    for (unsigned i = 0; i < p->nreplicas; i++) {
+        if (!keel_id_validz(p->replicas[i])) return KEEL_ECORRUPT;
+        for (unsigned j = 0; j < i; j++)
+            if (!strcmp(p->replicas[i], p->replicas[j])) return KEEL_ECORRUPT;
+    }
+    return 0;
 }
 
 int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {

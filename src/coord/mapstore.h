@@ -30,6 +30,24 @@
  * unowned partitions, many at once, one version bump) and mapstore_move_commit
  * (step 5 of the move protocol, DESIGN §6).
  *
+ * Replicas (issue 11 step 1, docs/replication.md). Each partition also has
+ * a replica list (leader first: replicas[0] is the owner), an ISR (a subset
+ * of the replicas that always holds the leader), a leader epoch and a
+ * partition epoch. Three counters, each +1 when:
+ *   epoch            the leader or the replica set changes (the ownership
+ *                    epoch the move protocol fences on, as before)
+ *   leader_epoch     the leader changes
+ *   partition_epoch  anything of the above or the ISR changes
+ * so leader_epoch <= epoch <= partition_epoch. An ownership change (the
+ * three calls above) from A to B makes B the leader: B goes first, A
+ * leaves the list, the other replicas stay, the ISR keeps those of them
+ * that were in it plus B (mapstore__owner_change; at RF 1 this is
+ * replicas = isr = [B]). The replica set and the ISR change otherwise only
+ * through mapstore_partition_set_replicas and mapstore_partition_set_isr,
+ * each a compare-and-set on the partition epoch (KEEL_EAGAIN when it moved
+ * on). Every one of these changes adds one to the map version: nodes see
+ * the replicas in the map.
+ *
  * Numbers. Epochs, the term, the version, move ids and byte counts are u64 in
  * this API but are kept below 2^63 (SQLite integers are signed); a bump that
  * would pass 2^63 - 1 fails with KEEL_ERANGE. Times are wall-clock ms passed
@@ -49,7 +67,9 @@
  *   KEEL_ECORRUPT   the file is not an SQLite database or fails its
  *                   integrity check, or its Keel tables are inconsistent
  *   KEEL_EWRONGTYPE a valid SQLite database that is not a Keel map store
- *   KEEL_EAGAIN     another process (or handle) has the store open
+ *   KEEL_EAGAIN     another process (or handle) has the store open; a
+ *                   compare-and-set whose expected partition epoch is no
+ *                   longer the partition's (nothing changed)
  *   KEEL_EIO        the backend failed to read or write (disk full, I/O)
  *   KEEL_ENOMEM     out of memory
  *
@@ -139,8 +159,15 @@ typedef struct mapstore_node {
 typedef struct mapstore_partition {
     unsigned id;                 /* 0..P-1 */
     char owner[KEEL_ID_MAX + 1]; /* node id, or "" when unowned */
-    uint64_t epoch;              /* +1 at every ownership change; 0 = never owned */
+    uint64_t epoch;              /* +1 at every change of leader or replica set; 0 = never owned */
     int pinned;                  /* 0 or 1: the planner never moves it */
+    /* Replication (see the top of this file). Unused replicas[] slots are
+     * all zero bytes, so two equal partitions compare equal with memcmp. */
+    unsigned nreplicas;                          /* 0 when unowned, else 1..KEEL_RF_MAX */
+    char replicas[KEEL_RF_MAX][KEEL_ID_MAX + 1]; /* replicas[0] == owner */
+    unsigned isr;                                /* bit i: replicas[i] in sync; bit 0 set */
+    uint64_t leader_epoch;                       /* +1 at every leader change */
+    uint64_t partition_epoch;                    /* +1 at every change, ISR included */
 } mapstore_partition;
 
 /* One entry of a bootstrap placement (mapstore_partition_place). */
@@ -305,6 +332,28 @@ KEEL_MUST_CHECK int mapstore_partition_set_owner(mapstore *ms, unsigned p, const
  * KEEL_ENOTFOUND (no such node), KEEL_EEXIST (a partition already owned). */
 KEEL_MUST_CHECK int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
                                              uint64_t *version);
+/* Sets partition p's ISR to the n ids in isr (any order), partition epoch
+ * + 1 and version + 1, if p's partition epoch is still expected_pe. The
+ * new partition epoch goes to *pe (may be NULL). The ids must be distinct
+ * replicas of p and include its leader.
+ * Errors: KEEL_ERANGE (p >= P, overflow), KEEL_EINVAL (bad or duplicate
+ * id, n not in 1..KEEL_RF_MAX, p unowned, an id not a replica of p, the
+ * leader missing), KEEL_EAGAIN (the partition epoch is not expected_pe:
+ * someone else changed p first; re-read it and decide again). */
+KEEL_MUST_CHECK int mapstore_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                               const char *const *isr, size_t n, uint64_t *pe);
+/* Sets partition p's replica list to the n ids in replicas (leader first:
+ * replicas[0] must be p's owner; the leader changes only by an ownership
+ * change), epoch + 1, partition epoch + 1 and version + 1, if p's
+ * partition epoch is still expected_pe. The ISR becomes the old ISR
+ * without the replicas removed. A move in flight for p is then refused at
+ * its commit (its epoch moved on). New partition epoch to *pe (may be
+ * NULL). Errors: KEEL_ERANGE, KEEL_EINVAL (bad or duplicate id, n not in
+ * 1..KEEL_RF_MAX, p unowned, replicas[0] not the owner), KEEL_ENOTFOUND
+ * (no such node), KEEL_EAGAIN (partition epoch not expected_pe). */
+KEEL_MUST_CHECK int mapstore_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                                    const char *const *replicas, size_t n,
+                                                    uint64_t *pe);
 /* Pins (1) or unpins (0) partition p. Errors: KEEL_ERANGE, KEEL_EINVAL. */
 KEEL_MUST_CHECK int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned);
 
@@ -519,6 +568,11 @@ typedef struct mapstore_ops {
                                uint64_t *version);
     int (*partition_place)(mapstore *ms, const mapstore_placement *pl, size_t n, uint64_t *version);
     int (*partition_set_pinned)(mapstore *ms, unsigned p, int pinned);
+    /* Both: on success *out is the partition as committed. */
+    int (*partition_set_isr)(mapstore *ms, unsigned p, uint64_t expected_pe, const char *const *isr,
+                             size_t n, mapstore_partition *out);
+    int (*partition_set_replicas)(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                  const char *const *replicas, size_t n, mapstore_partition *out);
     int (*move_create)(mapstore *ms, unsigned p, const char *to, const char *reason, int64_t now_ms,
                        uint64_t *id);
     int (*move_get)(mapstore *ms, uint64_t id, mapstore_move *out);
@@ -548,6 +602,25 @@ int mapstore__check_expect(const mapstore *ms, const mapstore_expect *expect, ch
 /* Records why a call failed (for mapstore_errmsg) and returns rc. */
 int mapstore__errf(mapstore *ms, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The replication rules of the top of this file, on a partition record,
+ * shared by the backends and the handle's cache so that all three apply
+ * them alike. None does I/O; the node-existence checks are the backend's.
+ *   owner_change  the ownership change to owner (NULL: unowned): all
+ *                 three epochs + 1, replicas and ISR as described. The
+ *                 caller has checked part_can_bump.
+ *   set_isr       checks isr against p (KEEL_EAGAIN, KEEL_EINVAL, as
+ *                 mapstore_partition_set_isr) and applies it.
+ *   set_replicas  likewise for mapstore_partition_set_replicas.
+ *   part_can_bump 0, or KEEL_ERANGE (recorded) if an epoch would pass 2^63-1.
+ *   part_check    0 if a stored record keeps every rule (a backend reading
+ *                 one that does not reports KEEL_ECORRUPT). */
+void mapstore__owner_change(mapstore_partition *p, const char *owner);
+int mapstore__set_isr(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
+                      const char *const *isr, size_t n);
+int mapstore__set_replicas(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
+                           const char *const *replicas, size_t n);
+int mapstore__part_can_bump(mapstore *ms, const mapstore_partition *p);
+int mapstore__part_check(const mapstore_partition *p);
 /* 1 if s is a valid id (node id, host, setting name): 1..max bytes, each
  * printable ASCII and not a space. allow_empty admits "". */
 int mapstore__valid_id(const char *s, size_t max, int allow_empty);

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/audit.h"
 #include "core/err.h"
 
 struct ms_async {
@@ -119,6 +120,12 @@ static void *worker(void *arg) {
 static void complete(mapstore *ms, ms_job *j) {
     int rc = j->r.rc;
     if (ms_counted(&j->w)) ms->writes++;
+    if (audit_enabled()) { /* on the loop, as the synchronous calls log them */
+        if (j->w.kind == MAPSTORE_W_BUMP_TERM)
+            audit_map_write("bump_term", rc, rc ? 0 : j->r.term, j->version);
+        else if (ms_counted(&j->w) && j->w.kind != MAPSTORE_W_NODE_HEARTBEAT)
+            audit_map_write("write", rc, 0, j->version);
+    }
     ms->reads += (uint64_t)j->reads;
     ms->term = j->term;
     ms->version = j->version;

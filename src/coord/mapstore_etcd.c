@@ -252,9 +252,43 @@ static int setting_parse(const cJSON *o, mapstore_setting *s) {
     return 0;
 }
 
-/* Chunk k of parts[P]: [[owner, "epoch", pinned], ...]. */
+/* Chunk k of parts[P]: [[owner, "epoch", pinned], ...], each entry
+ * followed by [replicas], [isr], "leader_epoch", "partition_epoch" unless
+ * those are the RF 1 defaults (replicas = isr = [owner] or none, both
+ * epochs = epoch), so an RF 1 store's chunks read the same in older builds
+ * and entries an older build wrote read as RF 1. */
 static unsigned chunk_count(unsigned partitions) {
     return (partitions + MAPSTORE_ETCD_CHUNK - 1) / MAPSTORE_ETCD_CHUNK;
+}
+
+static int rep_is_default(const mapstore_partition *p) {
+    unsigned n = p->owner[0] ? 1 : 0;
+    return p->nreplicas == n && p->isr == n && p->leader_epoch == p->epoch &&
+           p->partition_epoch == p->epoch;
+}
+
+/* Appends the replication fields of p to entry e. 0, or -1 (memory). */
+static int rep_append(cJSON *e, const mapstore_partition *p) {
+    cJSON *r = cJSON_CreateArray(), *i = cJSON_CreateArray();
+    if (!r || !i || !cJSON_AddItemToArray(e, r)) {
+        cJSON_Delete(r);
+        cJSON_Delete(i);
+        return -1;
+    }
+    if (!cJSON_AddItemToArray(e, i)) {
+        cJSON_Delete(i);
+        return -1;
+    }
+    for (unsigned k = 0; k < p->nreplicas; k++) {
+        if (!cJSON_AddItemToArray(r, cJSON_CreateString(p->replicas[k]))) return -1;
+        if ((p->isr >> k) & 1 && !cJSON_AddItemToArray(i, cJSON_CreateString(p->replicas[k])))
+            return -1;
+    }
+    char num[24];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)p->leader_epoch);
+    if (!cJSON_AddItemToArray(e, cJSON_CreateString(num))) return -1;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)p->partition_epoch);
+    return cJSON_AddItemToArray(e, cJSON_CreateString(num)) ? 0 : -1;
 }
 
 static char *chunk_text(const mapstore_partition *parts, unsigned partitions, unsigned k) {
@@ -268,12 +302,45 @@ static char *chunk_text(const mapstore_partition *parts, unsigned partitions, un
         if (!e || !cJSON_AddItemToArray(a, e) ||
             !cJSON_AddItemToArray(e, cJSON_CreateString(parts[p].owner)) ||
             !cJSON_AddItemToArray(e, cJSON_CreateString(num)) ||
-            !cJSON_AddItemToArray(e, cJSON_CreateNumber(parts[p].pinned))) {
+            !cJSON_AddItemToArray(e, cJSON_CreateNumber(parts[p].pinned)) ||
+            (!rep_is_default(&parts[p]) && rep_append(e, &parts[p]))) {
             cJSON_Delete(a);
             return NULL;
         }
     }
     return print_free(a);
+}
+
+/* A decimal string below 2^63 into *out: 0, or -1. */
+static int str_u63(const cJSON *v, uint64_t *out) {
+    char *end;
+    if (!cJSON_IsString(v) || !v->valuestring[0]) return -1;
+    errno = 0;
+    unsigned long long x = strtoull(v->valuestring, &end, 10);
+    if (errno || *end || x > ME_U63 || v->valuestring[0] == '-') return -1;
+    *out = x;
+    return 0;
+}
+
+/* The replication fields of an entry (elements 3..6) into p. */
+static int rep_parse(const cJSON *e, mapstore_partition *p) {
+    const cJSON *r = cJSON_GetArrayItem(e, 3), *i = cJSON_GetArrayItem(e, 4), *v;
+    if (!cJSON_IsArray(r) || !cJSON_IsArray(i) || cJSON_GetArraySize(r) > KEEL_RF_MAX ||
+        str_u63(cJSON_GetArrayItem(e, 5), &p->leader_epoch) ||
+        str_u63(cJSON_GetArrayItem(e, 6), &p->partition_epoch))
+        return KEEL_ECORRUPT;
+    cJSON_ArrayForEach(v, r) {
+        if (!cJSON_IsString(v) || !keel_id_validz(v->valuestring)) return KEEL_ECORRUPT;
+        strcpy(p->replicas[p->nreplicas++], v->valuestring);
+    }
+    cJSON_ArrayForEach(v, i) {
+        unsigned k = 0;
+        while (cJSON_IsString(v) && k < p->nreplicas && strcmp(p->replicas[k], v->valuestring))
+            k++;
+        if (!cJSON_IsString(v) || k == p->nreplicas || (p->isr >> k) & 1) return KEEL_ECORRUPT;
+        p->isr |= 1u << k;
+    }
+    return 0;
 }
 
 static int chunk_parse(const cJSON *a, mapstore_partition *parts, unsigned partitions, unsigned k) {
@@ -285,17 +352,26 @@ static int chunk_parse(const cJSON *a, mapstore_partition *parts, unsigned parti
     cJSON_ArrayForEach(e, a) {
         const cJSON *o = cJSON_GetArrayItem(e, 0), *ep = cJSON_GetArrayItem(e, 1),
                     *pin = cJSON_GetArrayItem(e, 2);
-        char *end;
-        if (!cJSON_IsString(o) || strlen(o->valuestring) > KEEL_ID_MAX || !cJSON_IsString(ep) ||
-            !cJSON_IsNumber(pin) || (pin->valuedouble != 0 && pin->valuedouble != 1))
+        int size = cJSON_GetArraySize(e);
+        mapstore_partition *x = &parts[p];
+        memset(x, 0, sizeof *x);
+        if (!cJSON_IsString(o) || strlen(o->valuestring) > KEEL_ID_MAX || str_u63(ep, &x->epoch) ||
+            !cJSON_IsNumber(pin) || (pin->valuedouble != 0 && pin->valuedouble != 1) ||
+            (size != 3 && size != 7))
             return KEEL_ECORRUPT;
-        errno = 0;
-        unsigned long long x = strtoull(ep->valuestring, &end, 10);
-        if (errno || *end || !ep->valuestring[0] || x > ME_U63) return KEEL_ECORRUPT;
-        parts[p].id = p;
-        strcpy(parts[p].owner, o->valuestring);
-        parts[p].epoch = x;
-        parts[p].pinned = (int)pin->valuedouble;
+        x->id = p;
+        strcpy(x->owner, o->valuestring);
+        x->pinned = (int)pin->valuedouble;
+        if (size == 7) {
+            if (rep_parse(e, x)) return KEEL_ECORRUPT;
+        } else { /* the RF 1 defaults */
+            x->leader_epoch = x->partition_epoch = x->epoch;
+            if (x->owner[0]) {
+                strcpy(x->replicas[0], x->owner);
+                x->nreplicas = x->isr = 1;
+            }
+        }
+        if (mapstore__part_check(x)) return KEEL_ECORRUPT;
         p++;
     }
     return 0;
@@ -1013,12 +1089,10 @@ static int me_partition_set_owner(mapstore *ms, unsigned p, const char *owner, u
     if (strcmp(np.owner, owner ? owner : "") == 0)
         return mapstore__errf(ms, KEEL_EEXIST, "partition %u: owner is already %s", p,
                               owner ? owner : "none");
-    if (np.epoch >= ME_U63)
-        return mapstore__errf(ms, KEEL_ERANGE, "partition %u: epoch would overflow", p);
+    if ((rc = mapstore__part_can_bump(ms, &np))) return rc;
     me_meta nm = next_meta(e);
     if ((rc = bump_version(ms, &nm))) return rc;
-    snprintf(np.owner, sizeof np.owner, "%s", owner ? owner : "");
-    np.epoch++;
+    mapstore__owner_change(&np, owner);
     tx_begin(e, &t, e->meta_rev);
     tx_put_partition(e, &t, &np);
     if ((rc = tx_commit(ms, e, &t, &nm))) return rc;
@@ -1046,10 +1120,10 @@ static int me_partition_place(mapstore *ms, const mapstore_placement *pl, size_t
             rc = no_node(ms, pl[i].owner);
         else if (x->owner[0])
             rc = mapstore__errf(ms, KEEL_EEXIST, "partition %u is already owned", x->id);
-        else if (x->epoch >= ME_U63)
-            rc = mapstore__errf(ms, KEEL_ERANGE, "partition %u: epoch would overflow", x->id);
-        snprintf(x->owner, sizeof x->owner, "%s", pl[i].owner);
-        x->epoch++;
+        else
+            rc = mapstore__part_can_bump(ms, x);
+        if (rc) break;
+        mapstore__owner_change(x, pl[i].owner);
         touched[x->id / MAPSTORE_ETCD_CHUNK] = 1;
     }
     if (rc || (rc = bump_version(ms, &nm))) goto out;
@@ -1081,6 +1155,38 @@ static int me_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {
     if ((rc = tx_commit(ms, e, &t, &nm))) return rc;
     e->parts[p] = np;
     return 0;
+}
+
+/* A compare-and-set of partition p's ISR (replicas 0) or replica list,
+ * guarded like every write by meta's revision. */
+static int partition_cas(mapstore *ms, unsigned p, uint64_t expected_pe, const char *const *ids,
+                         size_t n, int replicas, mapstore_partition *out) {
+    ME_BEGIN(ms, e, t);
+    for (size_t i = 0; replicas && i < n; i++)
+        if (!find_node(e, ids[i])) return no_node(ms, ids[i]);
+    mapstore_partition np = e->parts[p];
+    rc = replicas ? mapstore__set_replicas(ms, &np, expected_pe, ids, n)
+                  : mapstore__set_isr(ms, &np, expected_pe, ids, n);
+    if (rc) return rc;
+    me_meta nm = next_meta(e);
+    if ((rc = bump_version(ms, &nm))) return rc;
+    tx_begin(e, &t, e->meta_rev);
+    tx_put_partition(e, &t, &np);
+    if ((rc = tx_commit(ms, e, &t, &nm))) return rc;
+    e->parts[p] = np;
+    *out = np;
+    return 0;
+}
+
+static int me_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                const char *const *isr, size_t n, mapstore_partition *out) {
+    return partition_cas(ms, p, expected_pe, isr, n, 0, out);
+}
+
+static int me_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                     const char *const *replicas, size_t n,
+                                     mapstore_partition *out) {
+    return partition_cas(ms, p, expected_pe, replicas, n, 1, out);
 }
 
 /* ---- Backend: moves ------------------------------------------------------------------ */
@@ -1218,15 +1324,13 @@ static int me_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *e
             ms, KEEL_EINVAL, "move %llu: partition %u is now %s at epoch %llu, not %s at %llu",
             (unsigned long long)id, old->partition, np.owner, (unsigned long long)np.epoch,
             old->from, (unsigned long long)old->epoch);
-    if (np.epoch >= ME_U63)
-        return mapstore__errf(ms, KEEL_ERANGE, "partition %u: epoch would overflow", np.id);
+    if ((rc = mapstore__part_can_bump(ms, &np))) return rc;
     me_meta nm = next_meta(e);
     if ((rc = bump_version(ms, &nm))) return rc;
     mapstore_move c = *old;
     c.state = MAPSTORE_MOVE_COMMITTED;
     c.at_ms[MAPSTORE_MOVE_COMMITTED] = now_ms;
-    snprintf(np.owner, sizeof np.owner, "%s", c.to);
-    np.epoch++;
+    mapstore__owner_change(&np, c.to);
     e->is_move_commit = 1;
     rc = put_move(ms, e, &c, &np, &nm);
     e->is_move_commit = 0;
@@ -1317,6 +1421,8 @@ static const mapstore_ops etcd_ops = {
     .partition_set_owner = me_partition_set_owner,
     .partition_place = me_partition_place,
     .partition_set_pinned = me_partition_set_pinned,
+    .partition_set_isr = me_partition_set_isr,
+    .partition_set_replicas = me_partition_set_replicas,
     .move_create = me_move_create,
     .move_get = me_move_get,
     .move_list = me_move_list,

@@ -4,7 +4,9 @@
  *
  * Layout (docs/mapstore.md has the details). Under the prefix:
  *   meta            cluster id, P, term, version, next move id, last write id
- *   parts/NNN       partitions NNN*256 .. NNN*256+255 (owner, epoch, pinned)
+ *   parts/NNN       partitions NNN*256 .. NNN*256+255 (owner, epoch, pinned,
+ *                   and replicas, ISR, leader and partition epoch when they
+ *                   are not the RF 1 defaults; older entries read as RF 1)
  *   node/ID         one node
  *   move/NNNN...    one move (20-digit zero-padded id, so keys sort by id)
  *   set/NAME        one setting

@@ -44,17 +44,28 @@
 
 #include "core/err.h"
 #include "core/failpoint.h"
+#include "core/id.h"
 
 #define MSQ_APP_ID 1262830924 /* 0x4b45454c, "KEEL": PRAGMA application_id */
-#define MSQ_SCHEMA_VERSION 2  /* PRAGMA user_version; 1 is migrated at open */
+#define MSQ_SCHEMA_VERSION 3  /* PRAGMA user_version; 1 and 2 are migrated at open */
 #define MSQ_STR_(x) #x
 #define MSQ_STR(x) MSQ_STR_(x)
 #define MSQ_U63 "9223372036854775807"
 
-/* Schema version 2 (docs/mapstore.md). Run once, at creation, inside the
+/* Schema version 3 (docs/mapstore.md). Run once, at creation, inside the
  * creating transaction. Version 2 split version 1's node `state` into
- * liveness and membership (see migrate_v1). */
+ * liveness and membership (see migrate_v1); version 3 added each
+ * partition's replicas, ISR, leader epoch and partition epoch (see
+ * migrate_v2). Replicas and ISR are node ids joined by ',' (the id rule
+ * has no ','), leader first; '' when unowned. */
 /* clang-format off */
+/* The version 3 partition columns, as CREATE TABLE and ALTER TABLE both
+ * spell them (sep between them). */
+#define PART_REP_COLUMNS(sep)                                                                      \
+    " replicas TEXT NOT NULL DEFAULT ''" sep                                                       \
+    " isr TEXT NOT NULL DEFAULT ''" sep                                                            \
+    " leader_epoch INTEGER NOT NULL DEFAULT 0 CHECK (leader_epoch >= 0)" sep                       \
+    " partition_epoch INTEGER NOT NULL DEFAULT 0 CHECK (partition_epoch >= 0)"
 #define NODES_TABLE(name)                                                                          \
     "CREATE TABLE " name " ("                                                                      \
     " id TEXT PRIMARY KEY NOT NULL,"                                                               \
@@ -82,7 +93,8 @@ static const char schema_sql[] =
     " id INTEGER PRIMARY KEY CHECK (id >= 0),"
     " owner TEXT REFERENCES nodes(id),"
     " epoch INTEGER NOT NULL CHECK (epoch >= 0),"
-    " pinned INTEGER NOT NULL CHECK (pinned IN (0, 1))) STRICT;"
+    " pinned INTEGER NOT NULL CHECK (pinned IN (0, 1)),"
+    PART_REP_COLUMNS(",") ") STRICT;"
     "CREATE INDEX partitions_owner ON partitions(owner);"
     "CREATE TABLE moves ("
     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -114,6 +126,7 @@ static const char schema_sql[] =
 
 #define NODE_COLS                                                                                  \
     "id, host, port, rack, capacity, liveness, membership, registered_at_ms, last_heartbeat_ms"
+#define PART_COLS "id, owner, epoch, pinned, replicas, isr, leader_epoch, partition_epoch"
 #define MOVE_COLS                                                                                  \
     "id, partition, from_node, to_node, state, epoch, bytes, reason, abort_reason,"                \
     " planned_at_ms, copying_at_ms, catching_up_at_ms, fenced_at_ms, committed_at_ms,"             \
@@ -155,13 +168,11 @@ static const char schema_sql[] =
     X(NODE_SET_LIVENESS, "UPDATE nodes SET liveness = ?2 WHERE id = ?1")                           \
     X(NODE_SET_MEMBERSHIP, "UPDATE nodes SET membership = ?2 WHERE id = ?1")                       \
     X(NODE_HEARTBEAT, "UPDATE nodes SET last_heartbeat_ms = ?2 WHERE id = ?1")                     \
-    X(PART_GET, "SELECT id, owner, epoch, pinned FROM partitions WHERE id = ?1")                   \
-    X(PART_LIST, "SELECT id, owner, epoch, pinned FROM partitions ORDER BY id")                    \
+    X(PART_GET, "SELECT " PART_COLS " FROM partitions WHERE id = ?1")                              \
+    X(PART_LIST, "SELECT " PART_COLS " FROM partitions ORDER BY id")                               \
     X(PART_INSERT, "INSERT INTO partitions (id, owner, epoch, pinned) VALUES (?1, NULL, 0, 0)")    \
-    X(PART_SET_OWNER, "UPDATE partitions SET owner = ?2, epoch = epoch + 1 WHERE id = ?1"          \
-                      " AND epoch < " MSQ_U63 " RETURNING epoch")                                  \
-    X(PART_PLACE, "UPDATE partitions SET owner = ?2, epoch = epoch + 1 WHERE id = ?1"              \
-                  " AND owner IS NULL AND epoch < " MSQ_U63 " RETURNING epoch")                    \
+    X(PART_PUT, "UPDATE partitions SET owner = ?2, epoch = ?3, replicas = ?4, isr = ?5,"           \
+                " leader_epoch = ?6, partition_epoch = ?7 WHERE id = ?1")                          \
     X(PART_SET_PINNED, "UPDATE partitions SET pinned = ?2 WHERE id = ?1")                          \
     X(MOVE_INSERT, "INSERT INTO moves (partition, from_node, to_node, state, epoch, reason,"       \
                    " planned_at_ms) VALUES (?1, ?2, ?3, 'PLANNED', ?4, ?5, ?6) RETURNING id")      \
@@ -362,12 +373,48 @@ static int read_node(sqlite3_stmt *st, mapstore_node *n) {
     return 0;
 }
 
+/* Splits text column col (ids joined by ',') into ids[]; '' is none. */
+static int col_ids(sqlite3_stmt *st, int col, char ids[][KEEL_ID_MAX + 1], unsigned *n) {
+    char buf[KEEL_RF_MAX * (KEEL_ID_MAX + 1) + 1];
+    if (col_text(st, col, buf, sizeof buf)) return KEEL_ECORRUPT;
+    *n = 0;
+    if (!buf[0]) return 0;
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = 0;
+        if (*n == KEEL_RF_MAX || !keel_id_validz(tok)) return KEEL_ECORRUPT;
+        snprintf(ids[(*n)++], KEEL_ID_MAX + 1, "%s", tok);
+    }
+    return 0;
+}
+
 static int read_partition(sqlite3_stmt *st, mapstore_partition *p) {
+    char isr[KEEL_RF_MAX][KEEL_ID_MAX + 1];
+    unsigned ni;
+    memset(p, 0, sizeof *p);
     p->id = (unsigned)sqlite3_column_int64(st, 0);
     p->pinned = sqlite3_column_int(st, 3);
-    if (col_text(st, 1, p->owner, sizeof p->owner) || col_u64(st, 2, &p->epoch))
+    if (col_text(st, 1, p->owner, sizeof p->owner) || col_u64(st, 2, &p->epoch) ||
+        col_ids(st, 4, p->replicas, &p->nreplicas) || col_ids(st, 5, isr, &ni) ||
+        col_u64(st, 6, &p->leader_epoch) || col_u64(st, 7, &p->partition_epoch))
         return KEEL_ECORRUPT;
-    return 0;
+    for (unsigned i = 0; i < ni; i++) {
+        unsigned k = 0;
+        while (k < p->nreplicas && strcmp(p->replicas[k], isr[i]))
+            k++;
+        if (k == p->nreplicas || (p->isr >> k) & 1) return KEEL_ECORRUPT;
+        p->isr |= 1u << k;
+    }
+    return mapstore__part_check(p);
+}
+
+/* ids[0..n) joined by ',' (all, or those whose bit is set in mask). */
+static void join_ids(const mapstore_partition *p, unsigned mask, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = 0;
+    for (unsigned i = 0; i < p->nreplicas; i++)
+        if ((mask >> i) & 1)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "," : "", p->replicas[i]);
 }
 
 static int read_move(sqlite3_stmt *st, mapstore_move *m) {
@@ -476,18 +523,37 @@ static int get_move(mapstore *ms, msq *q, uint64_t id, mapstore_move *m) {
     return rc;
 }
 
-/* Sets partition p's owner (NULL: none) and bumps its epoch into *epoch.
- * place: only if it is unowned (else KEEL_EEXIST). */
+/* Writes partition record np (owner, epochs, replicas, ISR; pinned stays). */
+static int put_partition(mapstore *ms, msq *q, const mapstore_partition *np) {
+    char reps[KEEL_RF_MAX * (KEEL_ID_MAX + 1) + 1], isr[sizeof reps];
+    join_ids(np, (1u << np->nreplicas) - 1, reps, sizeof reps);
+    join_ids(np, np->isr, isr, sizeof isr);
+    sqlite3_stmt *st = stmt(q, ST_PART_PUT);
+    sqlite3_bind_int64(st, 1, np->id);
+    bind_text(st, 2, np->owner[0] ? np->owner : NULL);
+    sqlite3_bind_int64(st, 3, (int64_t)np->epoch);
+    bind_text(st, 4, reps);
+    bind_text(st, 5, isr);
+    sqlite3_bind_int64(st, 6, (int64_t)np->leader_epoch);
+    sqlite3_bind_int64(st, 7, (int64_t)np->partition_epoch);
+    return step_done(ms, q, st, "write partition");
+}
+
+/* Gives partition p to owner (NULL: none) by the ownership-change rule
+ * (mapstore__owner_change) and returns its new epoch in *epoch. place:
+ * only if it is unowned (else KEEL_EEXIST). */
 static int set_owner_row(mapstore *ms, msq *q, unsigned p, const char *owner, int place,
                          uint64_t *epoch) {
-    sqlite3_stmt *st = stmt(q, place ? ST_PART_PLACE : ST_PART_SET_OWNER);
-    sqlite3_bind_int64(st, 1, p);
-    bind_text(st, 2, owner);
-    int rc = step_returning(ms, q, st, "set owner", epoch);
-    if (rc == KEEL_ERANGE && place)
+    mapstore_partition part;
+    int rc;
+    if ((rc = get_partition(ms, q, p, &part))) return rc;
+    if (place && part.owner[0])
         return mapstore__errf(ms, KEEL_EEXIST, "partition %u is already owned", p);
-    if (rc == KEEL_ERANGE) return mapstore__errf(ms, rc, "partition %u: epoch would overflow", p);
-    return rc;
+    if ((rc = mapstore__part_can_bump(ms, &part))) return rc;
+    mapstore__owner_change(&part, owner);
+    if ((rc = put_partition(ms, q, &part))) return rc;
+    *epoch = part.epoch;
+    return 0;
 }
 
 /* ---- Backend: term, nodes ---------------------------------------------------- */
@@ -690,6 +756,46 @@ static int do_set_pinned(mapstore *ms, msq *q, void *arg) {
 static int sq_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {
     pin_arg a = {p, pinned};
     return in_tx(ms, do_set_pinned, &a);
+}
+
+/* A compare-and-set of partition p's ISR or replica list. */
+typedef struct cas_arg {
+    unsigned p;
+    uint64_t expected_pe;
+    const char *const *ids;
+    size_t n;
+    int replicas;           /* 0: the ISR */
+    mapstore_partition out; /* the partition as written */
+} cas_arg;
+
+static int do_partition_cas(mapstore *ms, msq *q, void *arg) {
+    cas_arg *a = arg;
+    mapstore_node node;
+    int rc;
+    if ((rc = get_partition(ms, q, a->p, &a->out))) return rc;
+    for (size_t i = 0; a->replicas && i < a->n; i++)
+        if ((rc = get_node(ms, q, a->ids[i], &node))) return rc;
+    rc = a->replicas ? mapstore__set_replicas(ms, &a->out, a->expected_pe, a->ids, a->n)
+                     : mapstore__set_isr(ms, &a->out, a->expected_pe, a->ids, a->n);
+    if (rc || (rc = put_partition(ms, q, &a->out))) return rc;
+    return do_bump_version(ms, q);
+}
+
+static int sq_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                const char *const *isr, size_t n, mapstore_partition *out) {
+    cas_arg a = {p, expected_pe, isr, n, 0, {0}};
+    int rc = in_tx(ms, do_partition_cas, &a);
+    if (!rc) *out = a.out;
+    return rc;
+}
+
+static int sq_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                     const char *const *replicas, size_t n,
+                                     mapstore_partition *out) {
+    cas_arg a = {p, expected_pe, replicas, n, 1, {0}};
+    int rc = in_tx(ms, do_partition_cas, &a);
+    if (!rc) *out = a.out;
+    return rc;
 }
 
 /* ---- Backend: moves ---------------------------------------------------------- */
@@ -916,6 +1022,8 @@ static const mapstore_ops sqlite_ops = {
     .partition_set_owner = sq_partition_set_owner,
     .partition_place = sq_partition_place,
     .partition_set_pinned = sq_partition_set_pinned,
+    .partition_set_isr = sq_partition_set_isr,
+    .partition_set_replicas = sq_partition_set_replicas,
     .move_create = sq_move_create,
     .move_get = sq_move_get,
     .move_list = sq_move_list,
@@ -976,8 +1084,8 @@ static int check_header(sqlite3 *db, const char *path, int64_t *version, char *e
                (unsigned long long)app);
         return KEEL_EWRONGTYPE;
     }
-    if (ver != MSQ_SCHEMA_VERSION && ver != 1) {
-        seterr(err, errcap, "%s: map store schema version %lld, this build supports 1 and %d", path,
+    if (ver < 1 || ver > MSQ_SCHEMA_VERSION) {
+        seterr(err, errcap, "%s: map store schema version %lld, this build supports 1 to %d", path,
                (long long)ver, MSQ_SCHEMA_VERSION);
         return KEEL_ERANGE;
     }
@@ -1024,6 +1132,39 @@ static int migrate_v1(sqlite3 *db, const char *path, char *err, size_t errcap) {
     }
     if ((src = pragma(db, "PRAGMA foreign_keys = ON", NULL, NULL, 0)))
         return open_fail(db, src, path, "migrating schema 1 to 2", err, errcap);
+    return 0;
+}
+
+/* Schema 2 -> 3, in place and in one transaction: every partition gets
+ * the replication columns at RF 1 (replicas = isr = its owner, '' when
+ * unowned; leader epoch = partition epoch = its epoch, which keeps
+ * leader_epoch <= epoch <= partition_epoch), and the cluster settings
+ * replicas and min_insync are recorded as 1 unless already set. ADD COLUMN
+ * changes no existing row, so no table is rebuilt. A crash at any point
+ * leaves a whole version 2 or a whole version 3 file. */
+/* clang-format off */
+static const char migrate_v2_sql[] =
+    "BEGIN IMMEDIATE;"
+    "ALTER TABLE partitions ADD COLUMN" PART_REP_COLUMNS("; ALTER TABLE partitions ADD COLUMN") ";"
+    "UPDATE partitions SET replicas = coalesce(owner, ''), isr = coalesce(owner, ''),"
+    " leader_epoch = epoch, partition_epoch = epoch;"
+    "INSERT INTO settings (name, value, set_at_ms)"
+    " SELECT 'replicas', '1', created_at_ms FROM cluster WHERE singleton = 1"
+    " ON CONFLICT (name) DO NOTHING;"
+    "INSERT INTO settings (name, value, set_at_ms)"
+    " SELECT 'min_insync', '1', created_at_ms FROM cluster WHERE singleton = 1"
+    " ON CONFLICT (name) DO NOTHING;"
+    "PRAGMA user_version = 3;"
+    "COMMIT;";
+/* clang-format on */
+
+static int migrate_v2(sqlite3 *db, const char *path, char *err, size_t errcap) {
+    int src = sqlite3_exec(db, migrate_v2_sql, NULL, NULL, NULL);
+    if (src) {
+        int rc = open_fail(db, src, path, "migrating schema 2 to 3", err, errcap);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return rc == KEEL_EAGAIN ? KEEL_EIO : rc;
+    }
     return 0;
 }
 
@@ -1138,6 +1279,7 @@ int mapstore_sqlite_open(const char *path, const mapstore_expect *expect, mapsto
     if ((rc = check_header(q->db, path, &schema, err, errcap))) goto fail;
     if ((rc = check_and_configure(q->db, path, err, errcap))) goto fail;
     if (schema == 1 && (rc = migrate_v1(q->db, path, err, errcap))) goto fail;
+    if (schema <= 2 && (rc = migrate_v2(q->db, path, err, errcap))) goto fail;
     if ((rc = prepare_all(q, path, err, errcap))) goto fail;
     if ((rc = load_cluster(q, path, id, sizeof id, &parts, err, errcap))) goto fail;
     if ((rc = mapstore__new(&sqlite_ops, q, id, parts, &ms))) goto fail;

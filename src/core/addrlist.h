@@ -2,8 +2,8 @@
  * (issue 12, "finding the leader").
  *
  * Nodes (--coord) and the CLI (--coord) take the addresses of every
- * coordinator; only the leader listens (a standby binds nothing until it
- * leads), so a client tries them in order and keeps the first that answers.
+ * coordinator and try them in order; a standby answers with -NOTLEADER
+ * naming the leader (core/notleader.h), which the client dials next.
  *
  * Grammar (the whole string, nothing skipped):
  *

@@ -9,6 +9,10 @@
  *
  * Per-node fields live in write_node and parse_node only: a field added to
  * map_node needs a line in each.
+ *
+ * Replicas (issue 11 step 1) are checked in one place, check_rep, which
+ * both keel_map_set_rep and the parser use; the writer leaves them out when
+ * they are the RF 1 defaults (rep_is_default), so RF 1 text is unchanged.
  */
 #include "core/mapcodec.h"
 #include "core/err.h"
@@ -32,7 +36,8 @@ int keel_map_init(keel_map *m, unsigned partitions) {
     m->partitions = partitions;
     m->owner = malloc(partitions * sizeof *m->owner);
     m->epoch = calloc(partitions, sizeof *m->epoch);
-    if (!m->owner || !m->epoch) {
+    m->rep = calloc(partitions, sizeof *m->rep);
+    if (!m->owner || !m->epoch || !m->rep) {
         keel_map_close(m);
         return KEEL_ENOMEM;
     }
@@ -45,6 +50,7 @@ void keel_map_close(keel_map *m) {
     free(m->nodes);
     free(m->owner);
     free(m->epoch);
+    free(m->rep);
     memset(m, 0, sizeof *m);
 }
 
@@ -75,12 +81,91 @@ int keel_map_add_node(keel_map *m, const char *id, const char *host, int port) {
     return keel_map_add(m, &n);
 }
 
-/* ---- Parser -------------------------------------------------------------- */
+/* ---- Replicas ------------------------------------------------------------ */
 
 static int map_fail(char *err, size_t cap, const char *msg) {
     if (err && cap) snprintf(err, cap, "%s", msg);
     return KEEL_EINVAL;
 }
+
+void keel_map_get_rep(const keel_map *m, unsigned p, map_rep *out) {
+    memset(out, 0, sizeof *out);
+    if (p >= m->partitions || m->owner[p] < 0) return;
+    /* A rep not led by owner[p] is stale (the owner was set directly
+     * afterwards): the owner alone is what the map says then. */
+    if (m->rep && m->rep[p].n && m->rep[p].node[0] == m->owner[p]) {
+        *out = m->rep[p];
+        return;
+    }
+    out->n = 1;
+    out->isr = 1;
+    out->node[0] = m->owner[p];
+    out->leader_epoch = out->partition_epoch = m->epoch[p];
+}
+
+/* The checks of keel_map_set_rep, against m's nodes and the ownership
+ * epoch e. */
+static int check_rep(const keel_map *m, const map_rep *r, uint64_t e, char *err, size_t cap) {
+    if (r->n < 1 || r->n > KEEL_RF_MAX) {
+        if (err && cap) snprintf(err, cap, "a partition needs 1 to %d replicas", KEEL_RF_MAX);
+        return KEEL_EINVAL;
+    }
+    for (unsigned i = 0; i < r->n; i++) {
+        if (r->node[i] < 0 || (size_t)r->node[i] >= m->nnodes)
+            return map_fail(err, cap, "a replica names a node that is not listed");
+        for (unsigned j = 0; j < i; j++)
+            if (r->node[j] == r->node[i]) {
+                if (err && cap)
+                    snprintf(err, cap, "replica %s is listed twice", m->nodes[r->node[i]].id);
+                return KEEL_EINVAL;
+            }
+    }
+    if (r->isr & ~((1u << r->n) - 1))
+        return map_fail(err, cap, "the ISR names a node that is not a replica");
+    if (!(r->isr & 1)) return map_fail(err, cap, "the leader (first replica) must be in the ISR");
+    if (r->leader_epoch > e || e > r->partition_epoch)
+        return map_fail(err, cap, "epochs must satisfy leader_epoch <= epoch <= partition_epoch");
+    return 0;
+}
+
+int keel_map_set_rep(keel_map *m, unsigned p, const map_rep *r, char *err, size_t cap) {
+    if (p >= m->partitions) return map_fail(err, cap, "partition out of range");
+    int rc = check_rep(m, r, m->epoch[p], err, cap);
+    if (rc) return rc;
+    map_rep c;
+    memset(&c, 0, sizeof c); /* unused slots zeroed */
+    c.n = r->n;
+    c.isr = r->isr;
+    memcpy(c.node, r->node, r->n * sizeof *r->node);
+    c.leader_epoch = r->leader_epoch;
+    c.partition_epoch = r->partition_epoch;
+    m->rep[p] = c;
+    m->owner[p] = c.node[0];
+    return 0;
+}
+
+map_role keel_map_role(const keel_map *m, unsigned p, int k) {
+    map_rep r;
+    keel_map_get_rep(m, p, &r);
+    for (unsigned i = 0; k >= 0 && i < r.n; i++)
+        if (r.node[i] == k)
+            return i == 0             ? MAP_ROLE_LEADER
+                   : (r.isr >> i) & 1 ? MAP_ROLE_FOLLOWER
+                                      : MAP_ROLE_LAGGING;
+    return MAP_ROLE_NONE;
+}
+
+const char *keel_map_role_name(map_role r) {
+    static const char *const names[] = {"none", "leader", "follower", "lagging"};
+    return (unsigned)r < sizeof names / sizeof *names ? names[r] : "none";
+}
+
+/* 1 if r is what an entry without replication fields reads as. */
+static int rep_is_default(const map_rep *r, uint64_t epoch) {
+    return r->n == 1 && r->isr == 1 && r->leader_epoch == epoch && r->partition_epoch == epoch;
+}
+
+/* ---- Parser -------------------------------------------------------------- */
 
 /* A JSON number that is a non-negative integer below 2^64. */
 static int json_u64(const cJSON *v, uint64_t *out) {
@@ -160,6 +245,62 @@ static int parse_nodes(const cJSON *arr, keel_map *m, char *err, size_t cap) {
     return 0;
 }
 
+/* A JSON array of listed node ids into idx[0..*n); -1 if it is not one
+ * (too long, not strings, unknown id). Duplicates are check_rep's. */
+static int parse_id_list(const cJSON *a, const keel_map *m, int32_t *idx, uint8_t *n) {
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > KEEL_RF_MAX) return -1;
+    const cJSON *v;
+    *n = 0;
+    cJSON_ArrayForEach(v, a) {
+        if (!cJSON_IsString(v) || !keel_id_validz(v->valuestring)) return -1;
+        if ((idx[*n] = keel_map_find_node(m, v->valuestring)) < 0) return -1;
+        (*n)++;
+    }
+    return 0;
+}
+
+/* The replication fields of one owner entry (leader `leader`, ownership
+ * epoch e) into *r, defaults filled in, checked by check_rep. */
+static int parse_rep(const cJSON *o, const keel_map *m, int leader, uint64_t e, map_rep *r,
+                     char *err, size_t cap) {
+    const cJSON *reps = cJSON_GetObjectItemCaseSensitive(o, "replicas");
+    const cJSON *isr = cJSON_GetObjectItemCaseSensitive(o, "isr");
+    const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "leader_epoch");
+    const cJSON *pe = cJSON_GetObjectItemCaseSensitive(o, "partition_epoch");
+    memset(r, 0, sizeof *r);
+    r->n = 1;
+    r->isr = 1;
+    r->node[0] = leader;
+    r->leader_epoch = r->partition_epoch = e;
+    if (reps && parse_id_list(reps, m, r->node, &r->n)) {
+        if (err && cap)
+            snprintf(err, cap, "\"replicas\" must be an array of 1 to %d listed node ids",
+                     KEEL_RF_MAX);
+        return KEEL_EINVAL;
+    }
+    if (r->n == 0 || r->node[0] != leader)
+        return map_fail(err, cap, "\"replicas\" must list the owner (\"node\") first");
+    if (isr) {
+        int32_t in[KEEL_RF_MAX];
+        uint8_t ni;
+        if (parse_id_list(isr, m, in, &ni) || ni == 0)
+            return map_fail(err, cap, "\"isr\" must be a non-empty array of listed node ids");
+        r->isr = 0;
+        for (unsigned i = 0; i < ni; i++) {
+            unsigned k = 0;
+            while (k < r->n && r->node[k] != in[i])
+                k++;
+            if (k == r->n) return map_fail(err, cap, "the ISR names a node that is not a replica");
+            if (r->isr & (1u << k)) return map_fail(err, cap, "the ISR lists a node twice");
+            r->isr |= (uint8_t)(1u << k);
+        }
+    }
+    if ((le && json_u64(le, &r->leader_epoch)) || (pe && json_u64(pe, &r->partition_epoch)))
+        return map_fail(err, cap,
+                        "\"leader_epoch\" and \"partition_epoch\" must be non-negative integers");
+    return check_rep(m, r, e, err, cap);
+}
+
 static int parse_owners(const cJSON *arr, keel_map *m, char *err, size_t cap) {
     if (!cJSON_IsArray(arr)) return map_fail(err, cap, "\"owners\" must be an array");
     const cJSON *o;
@@ -182,6 +323,9 @@ static int parse_owners(const cJSON *arr, keel_map *m, char *err, size_t cap) {
         }
         int idx = keel_id_validz(node->valuestring) ? keel_map_find_node(m, node->valuestring) : -1;
         if (idx < 0) return map_fail(err, cap, "an owner names a node that is not listed");
+        map_rep r;
+        int rc = parse_rep(o, m, idx, e, &r, err, cap);
+        if (rc) return rc;
         for (uint64_t p = f; p <= l; p++) {
             if (m->owner[p] >= 0) {
                 if (err && cap)
@@ -190,6 +334,7 @@ static int parse_owners(const cJSON *arr, keel_map *m, char *err, size_t cap) {
             }
             m->owner[p] = idx;
             m->epoch[p] = e;
+            m->rep[p] = r;
         }
     }
     return 0;
@@ -261,14 +406,60 @@ static cJSON *write_node(const map_node *n) {
     return o;
 }
 
-static cJSON *write_owner(size_t first, size_t last, const char *node, uint64_t epoch) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || add_u64(o, "first", first) || add_u64(o, "last", last) ||
-        !cJSON_AddStringToObject(o, "node", node) || add_u64(o, "epoch", epoch)) {
-        cJSON_Delete(o);
-        return NULL;
+/* An array of the ids of r's replicas (all, or those in the ISR). */
+static cJSON *write_ids(const keel_map *m, const map_rep *r, int isr_only) {
+    cJSON *a = cJSON_CreateArray();
+    for (unsigned i = 0; a && i < r->n; i++) {
+        if (isr_only && !((r->isr >> i) & 1)) continue;
+        cJSON *s = cJSON_CreateString(m->nodes[r->node[i]].id);
+        if (!s || !cJSON_AddItemToArray(a, s)) {
+            cJSON_Delete(s);
+            cJSON_Delete(a);
+            return NULL;
+        }
     }
+    return a;
+}
+
+static int add_item(cJSON *o, const char *name, cJSON *v) {
+    if (!v) return -1;
+    if (!cJSON_AddItemToObject(o, name, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}
+
+static cJSON *write_owner(const keel_map *m, size_t first, size_t last, const map_rep *r) {
+    cJSON *o = cJSON_CreateObject();
+    uint64_t epoch = m->epoch[first];
+    if (!o || add_u64(o, "first", first) || add_u64(o, "last", last) ||
+        !cJSON_AddStringToObject(o, "node", m->nodes[r->node[0]].id) || add_u64(o, "epoch", epoch))
+        goto fail;
+    if (!rep_is_default(r, epoch) &&
+        (add_item(o, "replicas", write_ids(m, r, 0)) || add_item(o, "isr", write_ids(m, r, 1)) ||
+         add_u64(o, "leader_epoch", r->leader_epoch) ||
+         add_u64(o, "partition_epoch", r->partition_epoch)))
+        goto fail;
     return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* 1 if partitions i and j are written as one run: same owner, epoch and
+ * replicas. */
+static int same_run(const keel_map *m, size_t i, size_t j) {
+    if (m->owner[j] != m->owner[i] || m->epoch[j] != m->epoch[i]) return 0;
+    map_rep a, b;
+    keel_map_get_rep(m, (unsigned)i, &a);
+    keel_map_get_rep(m, (unsigned)j, &b);
+    if (a.n != b.n || a.isr != b.isr || a.leader_epoch != b.leader_epoch ||
+        a.partition_epoch != b.partition_epoch)
+        return 0;
+    for (unsigned k = 0; k < a.n; k++)
+        if (a.node[k] != b.node[k]) return 0;
+    return 1;
 }
 
 static int add_to(cJSON *arr, cJSON *item) {
@@ -278,6 +469,15 @@ static int add_to(cJSON *arr, cJSON *item) {
         return -1;
     }
     return 0;
+}
+
+/* The replicas name nodes of m, led by the owner (a writer never emits a
+ * map its own parser would refuse). */
+static int write_rep_ok(const keel_map *m, const map_rep *r) {
+    if (r->n < 1 || r->n > KEEL_RF_MAX) return 0;
+    for (unsigned i = 0; i < r->n; i++)
+        if (r->node[i] < 0 || (size_t)r->node[i] >= m->nnodes) return 0;
+    return 1;
 }
 
 int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out) {
@@ -291,13 +491,18 @@ int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out) {
     for (size_t k = 0; k < m->nnodes; k++)
         if (add_to(nodes, write_node(&m->nodes[k]))) goto out;
     if (!(owners = cJSON_AddArrayToObject(root, "owners"))) goto out;
-    for (size_t i = 0; i < m->partitions;) { /* runs of one owner at one epoch */
+    for (size_t i = 0; i < m->partitions;) { /* runs of one owner, epoch and replicas */
         size_t j = i + 1;
-        while (j < m->partitions && m->owner[j] == m->owner[i] && m->epoch[j] == m->epoch[i])
+        while (j < m->partitions && same_run(m, i, j))
             j++;
         int32_t o = m->owner[i];
-        if (o >= 0 && (size_t)o < m->nnodes &&
-            add_to(owners, write_owner(i, j - 1, m->nodes[o].id, m->epoch[i])))
+        map_rep r;
+        keel_map_get_rep(m, (unsigned)i, &r);
+        if (o >= 0 && (size_t)o < m->nnodes && !write_rep_ok(m, &r)) {
+            rc = KEEL_EINVAL;
+            goto out;
+        }
+        if (o >= 0 && (size_t)o < m->nnodes && add_to(owners, write_owner(m, i, j - 1, &r)))
             goto out;
         i = j;
     }

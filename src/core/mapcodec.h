@@ -10,7 +10,9 @@
  *
  *   {"version": V, "term": T, "partitions": P,
  *    "nodes":  [{"id": ID, "addr": "HOST:PORT"}, ...],
- *    "owners": [{"first": F, "last": L, "node": ID, "epoch": E}, ...]}
+ *    "owners": [{"first": F, "last": L, "node": ID, "epoch": E,
+ *                "replicas": [ID, ...], "isr": [ID, ...],
+ *                "leader_epoch": LE, "partition_epoch": PE}, ...]}
  *
  * "term" is written by the coordinator and optional on input; "version"
  * defaults to 1, "partitions" to 1024, "last" to "first", "epoch" to 1. The
@@ -23,6 +25,23 @@
  * (core/id.h), ports are 1..65535 written as plain decimals, numbers are
  * non-negative integers, owner ranges lie within the partitions, name a
  * listed node and do not overlap. Node ids are unique.
+ *
+ * Replication (issue 11 step 1, docs/replication.md). Per owner range:
+ * "replicas" (leader first, so replicas[0] is "node"; 1..KEEL_RF_MAX listed
+ * nodes, no duplicates), "isr" (the in-sync replicas: non-empty, a subset of
+ * "replicas" without duplicates, holding the leader), "leader_epoch" (+1 at
+ * every leader change) and "partition_epoch" (+1 at every change of the
+ * partition's replication state: leader, replica set or ISR; an ISR change
+ * is a compare-and-set on it). "epoch" keeps its meaning: the ownership
+ * epoch the move protocol fences on and -MOVED carries, +1 at every change
+ * of leader or replica set but not of the ISR alone. Hence always
+ * leader_epoch <= epoch <= partition_epoch, which the parser checks. All
+ * four are optional: an entry without them (an older writer, or RF 1 at
+ * its defaults) reads as replicas = isr = [node], leader_epoch =
+ * partition_epoch = epoch, and the writer leaves them out exactly when they
+ * have those values, so an RF 1 map's text is what older nodes read today.
+ * A node's role in a partition follows from the lists: leader (first),
+ * follower (in "isr"), or lagging follower (listed but not in "isr").
  *
  * Threads: pure (no I/O, no globals); any thread.
  */
@@ -51,6 +70,29 @@ typedef struct map_node {
     char membership[MAP_STATE_MAX + 1]; /* ACTIVE, DRAINING */
 } map_node;
 
+/* Replication factor bounds (docs/replication.md). */
+#define KEEL_RF_MAX 7
+
+/* The replicas of one partition. node[] indexes the map's nodes[]; node[0]
+ * is the leader and equals owner[p]; bit i of isr says node[i] is in sync.
+ * n == 0 in an owned partition means "the RF 1 default" (replicas = isr =
+ * [owner], both epochs = epoch), so code that sets only owner[] and
+ * epoch[] keeps making valid RF 1 maps; read it with keel_map_get_rep. */
+typedef struct map_rep {
+    uint8_t n;   /* 0..KEEL_RF_MAX */
+    uint8_t isr; /* bit mask over node[0..n) */
+    int32_t node[KEEL_RF_MAX];
+    uint64_t leader_epoch, partition_epoch;
+} map_rep;
+
+/* A node's role in one partition (keel_map_role). */
+typedef enum {
+    MAP_ROLE_NONE = 0, /* not a replica */
+    MAP_ROLE_LEADER,   /* replicas[0] */
+    MAP_ROLE_FOLLOWER, /* a replica in the ISR */
+    MAP_ROLE_LAGGING,  /* a replica not in the ISR */
+} map_role;
+
 /* A full cluster map. owner[i] indexes nodes[], or -1 when unowned. */
 typedef struct keel_map {
     uint64_t version;
@@ -60,6 +102,7 @@ typedef struct keel_map {
     map_node *nodes;
     int32_t *owner;  /* [partitions] */
     uint64_t *epoch; /* [partitions] */
+    map_rep *rep;    /* [partitions], see map_rep */
 } keel_map;
 
 /* Allocates an empty map for P partitions (all unowned, no nodes).
@@ -76,14 +119,29 @@ int keel_map_add_node(keel_map *m, const char *id, const char *host, int port);
 int keel_map_find_node(const keel_map *m, const char *id);
 int keel_map_is_pow2_partitions(unsigned p);
 
+/* The replicas of partition p as they read (the RF 1 default filled in;
+ * n == 0 when p is unowned or out of range). */
+void keel_map_get_rep(const keel_map *m, unsigned p, map_rep *out);
+/* Sets partition p's replicas (and owner[p] = r->node[0]) after checking
+ * them: 1 <= n <= KEEL_RF_MAX, listed nodes, no duplicates, isr a
+ * non-empty subset of node[0..n) holding node[0], leader_epoch <= epoch[p]
+ * <= partition_epoch. epoch[p] is not changed. Returns 0 or KEEL_EINVAL
+ * (reason in err[0..cap), may be NULL). */
+int keel_map_set_rep(keel_map *m, unsigned p, const map_rep *r, char *err, size_t cap);
+/* Node index k's role in partition p. */
+map_role keel_map_role(const keel_map *m, unsigned p, int k);
+/* "leader", "follower", "lagging" or "none"; static. */
+const char *keel_map_role_name(map_role r);
+
 /* Parses a map (the format above) from NUL-terminated text into *m, which
  * the caller later closes. On error returns KEEL_EINVAL (or KEEL_ENOMEM),
  * leaves *m zeroed and writes a one-line reason into err[0..cap). */
 int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap);
 
 /* Appends m as JSON (the format above, with "term": term) to out.
- * Returns 0, or KEEL_ENOMEM (out may then hold a partial text; the caller
- * discards it). */
+ * Returns 0, KEEL_EINVAL (a partition's replicas name no node of m: set
+ * them through keel_map_set_rep) or KEEL_ENOMEM (out may then hold a
+ * partial text; the caller discards it). */
 int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out);
 
 #endif

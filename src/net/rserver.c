@@ -24,6 +24,17 @@
  * so that the loop does not sleep in poll before the turn end that sends the
  * reply.
  *
+ * Sealed turns. At a sealed turn end every pending client's not-yet-ready
+ * output (c->out past c->out_ready) moves to c->sealed with a mark (token,
+ * end offset); a client that already has marks does the same at an unsealed
+ * turn end but extends its last mark instead, so its order holds. Release
+ * moves the released prefix of c->sealed into c->out right after the ready
+ * bytes (older than anything dispatched since) and marks the client pending;
+ * everything left in c->out after a turn end counts as ready. Invariants:
+ * marks are in token order with increasing ends, the last end is
+ * c->sealed.len, and a client with marks is never closed by close_after_flush
+ * until they are gone.
+ *
  * Teardown: rserver_stop closes every handle; the struct is freed when the
  * last close callback has run (refs counts open handles), so no callback ever
  * sees freed memory.
@@ -42,6 +53,11 @@
 /* Most input kept for a held client: one read buffer's worth. */
 #define SAVED_MAX 65536
 
+struct rserver_mark {
+    uint64_t t;
+    size_t end;
+};
+
 struct rserver {
     uv_loop_t *loop;
     rserver_config cfg;
@@ -54,6 +70,7 @@ struct rserver {
     client *clients;
     client *pending;
     uint64_t next_client_id;
+    uint64_t last_seal, released;
     rserver_stats stats;
     int refs; /* open uv handles */
     int stopping;
@@ -90,6 +107,8 @@ static void on_client_closed(uv_handle_t *h) {
     kbuf_close(&c->out);
     kbuf_close(&c->wbuf);
     kbuf_close(&c->saved);
+    kbuf_close(&c->sealed);
+    free(c->marks);
     free(c);
     rs_unref(rs);
 }
@@ -150,6 +169,11 @@ static void client_read_start(client *c) {
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
+/* Output a client holds that has not reached the kernel. */
+static size_t client_backlog(const client *c) {
+    return c->out.len + c->wbuf.len + c->sealed.len;
+}
+
 static void on_write(uv_write_t *req, int status) {
     client *c = req->data;
     c->writing = 0;
@@ -162,7 +186,7 @@ static void on_write(uv_write_t *req, int status) {
     /* Replies queued meanwhile may belong to the current turn, not yet
      * through before_flush: they leave from the turn-end check only. */
     if (c->out.len || c->close_after_flush) client_mark_pending(c);
-    if (!c->reading && c->out.len < c->rs->cfg.max_output) client_read_start(c);
+    if (!c->reading && client_backlog(c) < c->rs->cfg.max_output) client_read_start(c);
 }
 
 static void client_flush(client *c) {
@@ -192,7 +216,7 @@ static void client_flush(client *c) {
         c->out.len = 0;
         if (c->out.cap > (1u << 20)) kbuf_shrink(&c->out, 16384);
     }
-    if (c->close_after_flush) client_close(c);
+    if (c->close_after_flush && !c->nmarks) client_close(c);
 }
 
 static void protocol_error(client *c, const char *msg) {
@@ -255,7 +279,7 @@ static size_t client_feed(client *c, const char *buf, size_t len) {
 static void client_after_batch(client *c) {
     if (c->out.len || c->close_after_flush) client_mark_pending(c);
     if (c->reading && ((c->held && c->saved.len >= SAVED_MAX) || c->close_after_flush ||
-                       c->out.len + c->wbuf.len > c->rs->cfg.max_output)) {
+                       client_backlog(c) > c->rs->cfg.max_output)) {
         uv_read_stop((uv_stream_t *)&c->tcp); /* on_write or rserver_resume restarts */
         c->reading = 0;
     }
@@ -308,7 +332,7 @@ void rserver_resume(client *c) {
             kbuf_close(&c->saved); /* all parsed, or the client is closing */
     }
     client_after_batch(c);
-    if (!c->closing && c->out.len + c->wbuf.len <= rs->cfg.max_output) client_read_start(c);
+    if (!c->closing && client_backlog(c) <= rs->cfg.max_output) client_read_start(c);
     /* Output made outside the poll phase (a timer, say) must not wait for
      * the next wakeup: an active idle handle keeps poll from sleeping. */
     if (c->pending && !rs->stopping) uv_idle_start(&rs->kick, on_kick);
@@ -318,7 +342,7 @@ void rserver_poll_busy(rserver *rs, const client *self) {
     static char buf[16384];
     for (client *c = rs->clients; c; c = c->next) {
         if (c == self || c->closing || c->close_after_flush || c->held || c->writing ||
-            !c->reading || c->out.len || c->pending)
+            !c->reading || c->out.len || c->pending || c->nmarks)
             continue;
         uv_os_fd_t fd;
         if (uv_fileno((const uv_handle_t *)&c->tcp, &fd)) continue;
@@ -396,19 +420,107 @@ static void on_connection(uv_stream_t *listener, int status) {
 
 /* ---- The turn ------------------------------------------------------------ */
 
+/* Sets aside c's output of this turn (past out_ready) under token t, or
+ * behind its last mark when t is 0. Returns 0, or -1 out of memory. */
+static int client_seal(client *c, uint64_t t) {
+    size_t n = c->out.len - c->out_ready;
+    if (t && c->nmarks == c->capmarks) {
+        size_t cap = c->capmarks ? 2 * c->capmarks : 4;
+        struct rserver_mark *m = realloc(c->marks, cap * sizeof *m);
+        if (!m) return -1;
+        c->marks = m;
+        c->capmarks = cap;
+    }
+    if (kbuf_append(&c->sealed, c->out.p + c->out_ready, n)) return -1;
+    c->out.len = c->out_ready;
+    if (t)
+        c->marks[c->nmarks++] = (struct rserver_mark){t, c->sealed.len};
+    else
+        c->marks[c->nmarks - 1].end = c->sealed.len;
+    return 0;
+}
+
 static void on_turn_end(uv_check_t *h) {
     rserver *rs = h->data;
     uv_idle_stop(&rs->kick);
     if (rs->ops->before_flush && rs->ops->before_flush(rs->arg)) return;
+    uint64_t t = 0;
+    if (rs->ops->seal_turn && rs->pending) {
+        t = rs->ops->seal_turn(rs->arg);
+        assert(t == 0 || t > rs->last_seal);
+        if (t) rs->last_seal = t;
+    }
     client *c = rs->pending;
     rs->pending = NULL;
     while (c) {
         client *next = c->next_pending;
         c->pending = 0;
         c->next_pending = NULL;
+        if ((t || c->nmarks) && c->out.len > c->out_ready && !c->closing &&
+            client_seal(c, t)) {
+            keel_log(KEEL_LOG_WARN, "client_closed", "client=%llu addr=%s reason=\"out of memory\"",
+                     (unsigned long long)c->id, c->addr);
+            client_close(c);
+        }
         client_flush(c);
+        c->out_ready = c->out.len;
         c = next;
     }
+}
+
+void rserver_release(rserver *rs, uint64_t t) {
+    if (!rs || t <= rs->released) return;
+    rs->released = t;
+    int woke = 0;
+    for (client *c = rs->clients; c; c = c->next) {
+        if (!c->nmarks || c->closing) continue;
+        size_t k = 0;
+        while (k < c->nmarks && c->marks[k].t <= t)
+            k++;
+        if (!k) continue;
+        size_t n = c->marks[k - 1].end;
+        /* c->out = ready bytes, then the released replies, then the rest. */
+        if (kbuf_reserve(&c->out, n)) {
+            keel_log(KEEL_LOG_WARN, "client_closed", "client=%llu addr=%s reason=\"out of memory\"",
+                     (unsigned long long)c->id, c->addr);
+            client_close(c);
+            continue;
+        }
+        memmove(c->out.p + c->out_ready + n, c->out.p + c->out_ready, c->out.len - c->out_ready);
+        memcpy(c->out.p + c->out_ready, c->sealed.p, n);
+        c->out.len += n;
+        c->out_ready += n;
+        kbuf_consume(&c->sealed, n);
+        for (size_t i = k; i < c->nmarks; i++)
+            c->marks[i - k] = (struct rserver_mark){c->marks[i].t, c->marks[i].end - n};
+        c->nmarks -= k;
+        client_mark_pending(c);
+        woke = 1;
+    }
+    if (woke && !rs->stopping) uv_idle_start(&rs->kick, on_kick);
+}
+
+size_t rserver_drop_sealed(rserver *rs) {
+    size_t n = 0;
+    for (client *c = rs ? rs->clients : NULL; c; c = c->next) {
+        if (!c->nmarks || c->closing) continue;
+        keel_log(KEEL_LOG_WARN, "client_closed", "client=%llu addr=%s reason=\"sealed replies dropped\"",
+                 (unsigned long long)c->id, c->addr);
+        client_close(c);
+        n++;
+    }
+    return n;
+}
+
+void rserver_sealed_stats(const rserver *rs, size_t *bytes, size_t *clients) {
+    size_t b = 0, n = 0;
+    for (const client *c = rs ? rs->clients : NULL; c; c = c->next)
+        if (c->nmarks && !c->closing) {
+            b += c->sealed.len;
+            n++;
+        }
+    *bytes = b;
+    *clients = n;
 }
 
 void rserver_flush_now(rserver *rs) {

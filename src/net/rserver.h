@@ -27,6 +27,26 @@
  * held client that disconnects closes as usual, and ops.on_close tells the
  * owner (rserver_is_held(c) is still 1 there).
  *
+ * Sealed turns (replication, docs/replication.md). A turn's writes may be
+ * durable locally but not yet acknowledged by the partition's followers;
+ * their replies must not leave before that. ops.seal_turn, when set, runs
+ * after a successful before_flush and returns 0 (the turn's replies leave
+ * now, as always) or a token t > 0, strictly greater than every token it
+ * returned before: every reply made in this turn is then set aside, per
+ * client, until the owner calls rserver_release(rs, t') with t' >= t.
+ * Replies stay in request order: a client's later output, sealed or not,
+ * queues behind its earliest sealed reply and leaves with it (a later
+ * unsealed turn's replies leave with the last seal before them), while
+ * clients with nothing sealed are not delayed at all. Released replies
+ * leave at the next turn end (the server keeps the loop from sleeping
+ * until then); they are not passed through before_flush again. A client
+ * that sent QUIT behind a sealed reply closes once that reply has left.
+ * When the owner can never release (it lost its lease, the ISR cannot be
+ * reached), rserver_drop_sealed closes every client holding sealed output:
+ * as with a lost connection, the client cannot know whether the write
+ * happened, and no reply claims that it did. Sealed bytes count towards
+ * max_output. Cost: release walks the client list (O(clients) per call).
+ *
  * Threads: everything runs on the loop thread.
  */
 #ifndef KEEL_RSERVER_H
@@ -65,6 +85,10 @@ typedef struct client {
     resp_req *parser;
     kbuf wbuf;  /* bytes of the write in flight */
     kbuf saved; /* input behind a held request, <= 64 KiB; empty unless held */
+    kbuf sealed; /* replies of sealed turns, oldest first */
+    struct rserver_mark *marks; /* per sealed turn: token and end offset in sealed */
+    size_t nmarks, capmarks;
+    size_t out_ready; /* leading bytes of out already past their turn (released) */
     uv_write_t wreq;
     int writing, reading, close_after_flush, closing, pending, held;
     struct client *next_pending;
@@ -92,6 +116,10 @@ typedef struct rserver_ops {
      * the owner removes it from any list of held clients here, and must not
      * pass it to rserver_resume or any other call. May be NULL. */
     void (*on_close)(void *arg, client *c);
+    /* Runs after a successful before_flush: 0 lets the turn's replies
+     * leave, a token t > 0 (increasing) seals them until rserver_release;
+     * see "Sealed turns" above. May be NULL (never seals). */
+    uint64_t (*seal_turn)(void *arg);
 } rserver_ops;
 
 typedef struct rserver_config {
@@ -157,6 +185,13 @@ void rserver_resume(client *c);
  * replies must not overtake what is queued. Accepts no new connection.
  * Call only from inside a dispatch, on the loop thread. */
 void rserver_poll_busy(rserver *rs, const client *self);
+/* Lets every reply sealed under a token <= t leave at the next turn end. */
+void rserver_release(rserver *rs, uint64_t t);
+/* Closes every client that holds sealed replies, dropping them unsent;
+ * returns how many. For an owner that can never release them. */
+size_t rserver_drop_sealed(rserver *rs);
+/* Replies waiting for a release: bytes and clients. */
+void rserver_sealed_stats(const rserver *rs, size_t *bytes, size_t *clients);
 /* 1 while c has a held request, else 0. It is 0 during the re-dispatch in
  * rserver_resume: the request is then executing, not held. */
 int rserver_is_held(const client *c);

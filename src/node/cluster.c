@@ -8,6 +8,7 @@
  * map it had even while the coordinator is unreachable (DESIGN §5).
  */
 #include "node/cluster.h"
+#include "core/audit.h"
 #include "core/coordkey.h"
 #include "core/addrlist.h"
 #include "core/err.h"
@@ -218,6 +219,7 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
     peerauth_secret secret;
     int rc = peerauth_secret_load(s->cfg.secret_file, &secret, err, cap);
     if (rc) return rc;
+    if (s->cfg.audit_log[0] && (rc = audit_open(s->cfg.audit_log, s->cfg.id, err, cap))) return rc;
     coordlink_config lc = {.host = s->cfg.coord_host,
                            .port = s->cfg.coord_port,
                            .coords = s->cfg.coords.n ? &s->cfg.coords : NULL,

@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -159,8 +160,31 @@ static void reply_unknown(cmd_ctx *x) {
     reply_errf(x, "ERR unknown command '%.128s', with args beginning with: %s", x->argv[0], args);
 }
 
+/* The slot of keys named by a getkeys function (cmd_def.getkeys). */
+static int keys_slot_fn(cmd_ctx *x, const cmd_def *d, int *has_keys) {
+    int *pos = malloc((size_t)x->argc * sizeof *pos);
+    if (!pos) {
+        reply_err(x, "OOM command not allowed when used memory > 'maxmemory'.");
+        return -1;
+    }
+    int n = d->getkeys(x->argc, x->argv, x->argvlen, pos); /* < 0: the handler's error */
+    for (int i = 0; i < n; i++) {
+        unsigned slot = keel_key_slot(x->argv[pos[i]], x->argvlen[pos[i]]);
+        if (*has_keys && slot != x->slot) {
+            free(pos);
+            reply_err(x, "CROSSSLOT Keys in request don't hash to the same slot");
+            return -1;
+        }
+        x->slot = slot;
+        *has_keys = 1;
+    }
+    free(pos);
+    return 0;
+}
+
 int cmd_keys_slot(cmd_ctx *x, const cmd_def *d, int *has_keys) {
     *has_keys = 0;
+    if (d->getkeys) return keys_slot_fn(x, d, has_keys);
     int first = d->first_key, last, step;
     if (d->keynum > 0) { /* a bad count is the handler's error to reply */
         long long nk;
@@ -279,6 +303,11 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
         if (rc == 0) monitor_feed(&x, d);
         blocking_serve(srv);
         return rc;
+    }
+    if (in_multi && (d->flags & CMD_NOMULTI)) { /* SAVE, SHUTDOWN: EXEC then fails */
+        reply_err(&x, "ERR Command not allowed inside a transaction");
+        multi_flag(c);
+        return 0;
     }
     int has_keys, held = 0;
     if (cmd_keys_slot(&x, d, &has_keys)) {

@@ -28,6 +28,11 @@ typedef struct cmd_ctx {
 } cmd_ctx;
 
 typedef void (*cmd_fn)(cmd_ctx *x);
+/* Key positions a table row cannot state (redis' getkeys_proc; getkeys.h):
+ * writes the argv indexes of the keys of argv[0..argc) to pos (room for
+ * argc entries), returns how many, or -1 when the arguments name no keys
+ * in a valid way (the handler replies the error). */
+typedef int (*cmd_keys_fn)(int argc, char *const *argv, const size_t *argvlen, int *pos);
 
 enum {
     CMD_WRITE = 1 << 0,
@@ -41,6 +46,7 @@ enum {
     CMD_CONTAINER = 1 << 8,   /* has subcommands */
     CMD_NOQUEUE = 1 << 9,     /* executes at once inside MULTI (EXEC, DISCARD, WATCH...) */
     CMD_ALLOW_BUSY = 1 << 10, /* runs while a script is past its time limit (redis' allow-busy) */
+    CMD_NOMULTI = 1 << 11,    /* refused inside MULTI, which then fails (redis' no-multi) */
 };
 
 typedef enum { CLASS_READ, CLASS_WRITE, CLASS_ADMIN, CLASS__COUNT } cmd_class;
@@ -57,6 +63,7 @@ typedef struct cmd_def {
     const struct cmd_def *subs; /* container commands; terminated by name NULL */
     int keynum;                 /* >0: argv[keynum] counts the keys that follow it (SINTERCARD);
                                    first_key..key_step are then 0 as in COMMAND */
+    cmd_keys_fn getkeys;        /* non-NULL: the keys (routing, GETKEYS), "movablekeys" */
 } cmd_def;
 
 /* Looks up a command by name (any case). NULL if unknown. */

@@ -12,6 +12,7 @@
 
 #include <fnmatch.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -21,13 +22,18 @@ static const char *flag_names[] = {"write", "readonly", "fast",  "no_auth",
                                    "admin", "loading",  "stale", "noscript"};
 #define NFLAGS (sizeof flag_names / sizeof *flag_names)
 
+static void write_range_spec(cmd_ctx *x, const cmd_def *d, const char *flags);
+
 static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
     if (d->keynum > 0) { /* numkeys at keynum, then the keys */
-        resp_w_array(x->out, 1);
+        int dest = d->first_key > 0; /* ZUNIONSTORE's destination first */
+        resp_w_array(x->out, 1 + (size_t)dest);
+        if (dest) write_range_spec(x, d, "OW update");
         resp_w_map(x->out, x->proto, 3);
         resp_w_bulkstr(x->out, "flags");
-        resp_w_set(x->out, x->proto, 1);
-        resp_w_simple(x->out, d->flags & CMD_WRITE ? "RW" : "RO");
+        resp_w_set(x->out, x->proto, 1 + (size_t)dest);
+        resp_w_simple(x->out, dest ? "RO" : d->flags & CMD_WRITE ? "RW" : "RO");
+        if (dest) resp_w_simple(x->out, "access"); /* the sources are only read */
         resp_w_bulkstr(x->out, "begin_search");
         resp_w_map(x->out, x->proto, 2);
         resp_w_bulkstr(x->out, "type");
@@ -55,10 +61,21 @@ static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
         return;
     }
     resp_w_array(x->out, 1);
+    write_range_spec(x, d, d->flags & CMD_WRITE ? "RW" : "RO");
+}
+
+/* One key spec: the range first_key..last_key of d. */
+static void write_range_spec(cmd_ctx *x, const cmd_def *d, const char *flags) {
     resp_w_map(x->out, x->proto, 3);
     resp_w_bulkstr(x->out, "flags");
-    resp_w_set(x->out, x->proto, 1);
-    resp_w_simple(x->out, d->flags & CMD_WRITE ? "RW" : "RO");
+    size_t nw = 1;
+    for (const char *p = flags; *p; p++)
+        nw += *p == ' ';
+    resp_w_set(x->out, x->proto, nw);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", flags);
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save))
+        resp_w_simple(x->out, w);
     resp_w_bulkstr(x->out, "begin_search");
     resp_w_map(x->out, x->proto, 2);
     resp_w_bulkstr(x->out, "type");
@@ -98,13 +115,16 @@ static void write_command_info(cmd_ctx *x, const cmd_def *d, const char *parent)
     resp_w_bulkstr(x->out, name);
     resp_w_int(x->out, d->arity);
     /* movablekeys: the keys depend on the arguments (numkeys, SORT's STORE) */
-    int movable = d->keynum > 0 || !strcmp(d->name, "sort") || !strcmp(d->name, "sort_ro");
-    size_t nf = (size_t)movable;
+    int movable = d->keynum > 0 || d->getkeys || !strcmp(d->name, "sort") ||
+                  !strcmp(d->name, "sort_ro");
+    int nomulti = (d->flags & CMD_NOMULTI) != 0;
+    size_t nf = (size_t)movable + (size_t)nomulti;
     for (size_t i = 0; i < NFLAGS; i++)
         nf += (d->flags >> i) & 1;
     resp_w_set(x->out, x->proto, nf);
     for (size_t i = 0; i < NFLAGS; i++)
         if ((d->flags >> i) & 1) resp_w_simple(x->out, flag_names[i]);
+    if (nomulti) resp_w_simple(x->out, "no_multi");
     if (movable) resp_w_simple(x->out, "movablekeys");
     resp_w_int(x->out, d->first_key);
     resp_w_int(x->out, d->last_key);
@@ -323,6 +343,15 @@ static const struct {
     {"fcall", "RW access update", NULL},
     {"lmpop", "RW access delete", NULL},
     {"restore", "OW update", NULL},
+    {"zunionstore", "OW update", "RO access"},
+    {"zinterstore", "OW update", "RO access"},
+    {"zdiffstore", "OW update", "RO access"},
+    {"georadius", "RO access", "OW update"},
+    {"georadiusbymember", "RO access", "OW update"},
+    {"geosearchstore", "OW update", "RO access"},
+    {"geoadd", "RW update", NULL},
+    {"migrate", "RW access delete", NULL},
+    {"restore-asking", "OW update", NULL},
 };
 
 /* Commands whose keys may be absent (redis' CMD_NO_MANDATORY_KEYS): a bad
@@ -354,6 +383,10 @@ static int has_key_args(const cmd_def *parent, const cmd_def *d) {
 static int key_positions(const cmd_def *parent, const cmd_def *d, int argc, char **argv,
                          const size_t *argvlen, int *pos, int cap) {
     int n = 0;
+    if (d->getkeys) {
+        n = d->getkeys(argc, argv, argvlen, pos);
+        return n < 0 ? -2 : n;
+    }
     /* Keys the table cannot describe: the handler routes them itself. */
     if ((parent && !strcmp(parent->name, "memory") && !strcmp(d->name, "usage")) ||
         !strcmp(d->name, "object")) {
@@ -415,7 +448,6 @@ static void getkeys(cmd_ctx *x, int with_flags) {
     else
         snprintf(full, sizeof full, "%s", d->name);
     /* redis' order: unknown command, no key arguments, then arity */
-    static int pos[4096];
     if (!has_key_args(parent, d)) {
         reply_err(x, "ERR The command has no key arguments");
         return;
@@ -424,9 +456,17 @@ static void getkeys(cmd_ctx *x, int with_flags) {
         reply_err(x, "ERR Invalid number of arguments specified for command");
         return;
     }
-    int n = key_positions(parent, d, argc, argv, argvlen, pos, 4096);
+    /* Room for every argument: a command has at most argc - 1 keys (there
+     * was a fixed 4096 here; redis had a 256 one, "MORE THAN 256 KEYS"). */
+    int *pos = malloc((size_t)argc * sizeof *pos);
+    if (!pos) {
+        reply_err(x, "OOM command not allowed when used memory > 'maxmemory'.");
+        return;
+    }
+    int n = key_positions(parent, d, argc, argv, argvlen, pos, argc);
     if (n < 0 && no_mandatory_keys(full)) n = 0;
     if (n < 0) {
+        free(pos);
         reply_err(x, "ERR Invalid arguments specified for command");
         return;
     }
@@ -449,6 +489,7 @@ static void getkeys(cmd_ctx *x, int with_flags) {
         for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save))
             resp_w_simple(x->out, w);
     }
+    free(pos);
 }
 
 void cmd_command_getkeys(cmd_ctx *x) {

@@ -33,6 +33,7 @@
 #include "core/err.h"
 #include "node/access.h"
 #include "node/db.h"
+#include "node/dump.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -64,37 +65,44 @@ static int add_trailer(kbuf *b) {
     return kbuf_append(b, c, 8);
 }
 
-void cmd_dump(cmd_ctx *x) {
+int dump_payload(cmd_ctx *x, const char *k, size_t kl, kbuf *out, int64_t *expire_ms) {
     store_value sv;
     flist l;
-    int rc = db_load_value(x, x->argv[1], x->argvlen[1], &sv, &l);
+    int rc = db_load_value(x, k, kl, &sv, &l);
     if (rc) {
         flist_free(&l);
-        if (rc == KEEL_ENOTFOUND)
-            resp_w_null(x->out, x->proto);
-        else
-            reply_storage(x, rc);
-        return;
+        return rc;
     }
-    kbuf b;
-    kbuf_init(&b);
+    *expire_ms = sv.expire_ms;
+    kbuf *b = out;
+    b->len = 0;
     unsigned char hdr[2] = {DUMP_MAGIC, sv.type};
-    rc = kbuf_append(&b, hdr, 2);
+    rc = kbuf_append(b, hdr, 2);
     if (!rc && sv.type == STORE_T_STRING) {
-        rc = kbuf_append(&b, sv.data, sv.len);
+        rc = kbuf_append(b, sv.data, sv.len);
     } else if (!rc) {
-        rc = put_u32(&b, l.n);
+        rc = put_u32(b, l.n);
         for (size_t i = 0; i < l.n && !rc; i++) {
-            rc = put_u32(&b, l.e[i].fl);
-            if (!rc) rc = kbuf_append(&b, flist_f(&l, i), l.e[i].fl);
-            if (!rc) rc = put_u32(&b, l.e[i].vl);
-            if (!rc) rc = kbuf_append(&b, flist_v(&l, i), l.e[i].vl);
+            rc = put_u32(b, l.e[i].fl);
+            if (!rc) rc = kbuf_append(b, flist_f(&l, i), l.e[i].fl);
+            if (!rc) rc = put_u32(b, l.e[i].vl);
+            if (!rc) rc = kbuf_append(b, flist_v(&l, i), l.e[i].vl);
         }
     }
-    if (!rc) rc = add_trailer(&b);
+    if (!rc) rc = add_trailer(b);
     store_value_release(&sv);
     flist_free(&l);
-    if (rc)
+    return rc;
+}
+
+void cmd_dump(cmd_ctx *x) {
+    kbuf b;
+    kbuf_init(&b);
+    int64_t expire_ms;
+    int rc = dump_payload(x, x->argv[1], x->argvlen[1], &b, &expire_ms);
+    if (rc == KEEL_ENOTFOUND)
+        resp_w_null(x->out, x->proto);
+    else if (rc)
         reply_storage(x, rc);
     else
         resp_w_bulk(x->out, b.p, b.len);

@@ -2,6 +2,7 @@
  * positions (COMMAND reports these, and cluster clients route with them). */
 #include "node/cmd.h"
 #include "node/multi.h"
+#include "node/getkeys.h"
 
 /* clang-format off */
 #define H(name) void cmd_##name(cmd_ctx *x);
@@ -42,6 +43,9 @@ H(bzpopmin) H(bzpopmax) H(bzmpop)
 H(eval) H(evalsha) H(eval_ro) H(evalsha_ro) H(fcall) H(fcall_ro) H(script) H(script_load)
 H(script_exists) H(script_flush) H(script_kill) H(function_load) H(function_flush)
 H(function_delete) H(function_kill) H(function_list)
+H(save) H(bgsave) H(lastsave) H(shutdown) H(migrate)
+H(geoadd) H(geopos) H(geodist) H(geohash) H(georadius) H(georadius_ro) H(georadiusbymember)
+H(georadiusbymember_ro) H(geosearch) H(geosearchstore)
 #undef H
 /* clang-format on */
 
@@ -277,6 +281,11 @@ const cmd_def cmd_table[] = {
      "Returns a serialized representation of the value stored at a key"},
     {"restore", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "keyspace",
      "Creates a key from the serialized representation of a value"},
+    {"restore-asking", -4, W, 1, 1, 1, CLASS_WRITE, cmd_restore, "keyspace",
+     "An internal command for migrating keys in a cluster"},
+    /* MIGRATE (cmd_migrate.c, migrate.h): the network part off the loop */
+    {"migrate", -6, W, 3, 3, 1, CLASS_WRITE, cmd_migrate, "keyspace",
+     "Atomically transfers a key from one Redis instance to another", NULL, 0, getkeys_migrate},
     {"sort", -2, W, 1, 1, 1, CLASS_WRITE, cmd_sort, "keyspace",
      "Sorts the elements in a list, a set, or a sorted set, optionally storing the result"},
     {"sort_ro", -2, R, 1, 1, 1, CLASS_READ, cmd_sort_ro, "keyspace",
@@ -461,12 +470,12 @@ const cmd_def cmd_table[] = {
      "Returns the intersect of multiple sorted sets", NULL, 1},
     {"zdiff", -3, R, 0, 0, 0, CLASS_READ, cmd_zdiff, "sorted_set",
      "Returns the difference between multiple sorted sets", NULL, 1},
-    {"zunionstore", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zunionstore, "sorted_set",
-     "Stores the union of multiple sorted sets in a key", NULL, 2},
-    {"zinterstore", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zinterstore, "sorted_set",
-     "Stores the intersect of multiple sorted sets in a key", NULL, 2},
-    {"zdiffstore", -4, W, 0, 0, 0, CLASS_WRITE, cmd_zdiffstore, "sorted_set",
-     "Stores the difference of multiple sorted sets in a key", NULL, 2},
+    {"zunionstore", -4, W, 1, 1, 1, CLASS_WRITE, cmd_zunionstore, "sorted_set",
+     "Stores the union of multiple sorted sets in a key", NULL, 2, getkeys_store_numkeys},
+    {"zinterstore", -4, W, 1, 1, 1, CLASS_WRITE, cmd_zinterstore, "sorted_set",
+     "Stores the intersect of multiple sorted sets in a key", NULL, 2, getkeys_store_numkeys},
+    {"zdiffstore", -4, W, 1, 1, 1, CLASS_WRITE, cmd_zdiffstore, "sorted_set",
+     "Stores the difference of multiple sorted sets in a key", NULL, 2, getkeys_store_numkeys},
     {"zintercard", -3, R, 0, 0, 0, CLASS_READ, cmd_zintercard, "sorted_set",
      "Returns the number of members of the intersect of multiple sorted sets", NULL, 1},
     /* blocking sorted-set pops (cmd_zblocking.c over blocking.h) */
@@ -480,6 +489,32 @@ const cmd_def cmd_table[] = {
      "Removes and returns a member by score from one or more sorted sets. Blocks until a "
      "member is available otherwise",
      NULL, 2},
+    /* geo, over sorted sets (cmd_geo.c, geohash.h) */
+    {"geoadd", -5, W, 1, 1, 1, CLASS_WRITE, cmd_geoadd, "geo",
+     "Adds one or more members to a geospatial index. The key is created if it doesn't exist"},
+    {"geopos", -2, R, 1, 1, 1, CLASS_READ, cmd_geopos, "geo",
+     "Returns the longitude and latitude of members from a geospatial index"},
+    {"geodist", -4, R, 1, 1, 1, CLASS_READ, cmd_geodist, "geo",
+     "Returns the distance between two members of a geospatial index"},
+    {"geohash", -2, R, 1, 1, 1, CLASS_READ, cmd_geohash, "geo",
+     "Returns members from a geospatial index as geohash strings"},
+    {"georadius", -6, W, 1, 1, 1, CLASS_WRITE, cmd_georadius, "geo",
+     "Queries a geospatial index for members within a distance from a coordinate, optionally "
+     "stores the result",
+     NULL, 0, getkeys_georadius},
+    {"georadius_ro", -6, R, 1, 1, 1, CLASS_READ, cmd_georadius_ro, "geo",
+     "Returns members from a geospatial index that are within a distance from a coordinate"},
+    {"georadiusbymember", -5, W, 1, 1, 1, CLASS_WRITE, cmd_georadiusbymember, "geo",
+     "Queries a geospatial index for members within a distance from a member, optionally "
+     "stores the result",
+     NULL, 0, getkeys_georadiusbymember},
+    {"georadiusbymember_ro", -5, R, 1, 1, 1, CLASS_READ, cmd_georadiusbymember_ro, "geo",
+     "Returns members from a geospatial index that are within a distance from a member"},
+    {"geosearch", -7, R, 1, 1, 1, CLASS_READ, cmd_geosearch, "geo",
+     "Queries a geospatial index for members inside an area of a box or a circle"},
+    {"geosearchstore", -8, W, 1, 2, 1, CLASS_WRITE, cmd_geosearchstore, "geo",
+     "Queries a geospatial index for members inside an area of a box or a circle, optionally "
+     "stores the result"},
     /* scripting (script.h); numkeys at argv[2] */
     {"eval", -3, CMD_NOSCRIPT, 0, 0, 0, CLASS_WRITE, cmd_eval, "scripting",
      "Executes a server-side Lua script", NULL, 2},
@@ -531,6 +566,16 @@ const cmd_def cmd_table[] = {
      "Listens for all requests received by the server in real-time"},
     {"info", -1, 0, 0, 0, 0, CLASS_ADMIN, cmd_info, "server",
      "Returns information and statistics about the server"},
+    /* persistence and stop (cmd_save.c, save.h) */
+    {"save", 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NOMULTI, 0, 0, 0, CLASS_ADMIN, cmd_save, "server",
+     "Synchronously saves the database(s) to disk"},
+    {"bgsave", -1, CMD_ADMIN | CMD_NOSCRIPT, 0, 0, 0, CLASS_ADMIN, cmd_bgsave, "server",
+     "Asynchronously saves the database(s) to disk"},
+    {"lastsave", 1, CMD_LOADING | CMD_STALE | F, 0, 0, 0, CLASS_ADMIN, cmd_lastsave, "server",
+     "Returns the Unix timestamp of the last successful save to disk"},
+    {"shutdown", -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOMULTI, 0, 0, 0,
+     CLASS_ADMIN, cmd_shutdown, "server", "Synchronously saves the database(s) to disk and shuts "
+     "down the Redis server"},
     {"latency", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_latency, "server",
      "A container for latency diagnostics commands", latency_subs},
     {"slowlog", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_slowlog, "server",

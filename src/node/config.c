@@ -188,11 +188,16 @@ static int f_epoch_log(node_config *c, const char *v, char *e, size_t n) {
     return set_str(c->epoch_log, sizeof c->epoch_log, "--epoch-log", v, e, n);
 }
 
+static int f_audit_log(node_config *c, const char *v, char *e, size_t n) {
+    return set_str(c->audit_log, sizeof c->audit_log, "--audit-log", v, e, n);
+}
+
 static const struct {
     const char *name;
     flag_setter set;
 } flags[] = {
     {"--epoch-log", f_epoch_log},
+    {"--audit-log", f_audit_log},
     {"--hold-max-ms", f_hold_max},
     {"--port", f_port},
     {"--dir", f_dir},
@@ -287,5 +292,7 @@ const char *node_config_usage(void) {
            "                              before -TRYAGAIN (default 2000)\n"
            "  --epoch-log FILE            append \"<unix-us> <partition> <epoch> <node>\" for\n"
            "                              every write served (for ownership checkers)\n"
+           "  --audit-log FILE            append a line per directive accepted from the\n"
+           "                              coordinator, with its term (core/audit.h)\n"
            "  --log-level L               debug|info|warn|error (default info)\n";
 }

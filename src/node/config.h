@@ -38,6 +38,7 @@ typedef struct node_config {
     resp_limits limits;         /* --max-bulk, --max-args, --max-query */
     int log_level;              /* --log-level */
     char epoch_log[PATH_MAX];   /* --epoch-log: a line per accepted write (tests) */
+    char audit_log[PATH_MAX];   /* --audit-log: a line per accepted directive (core/audit.h) */
     int hold_max_ms;            /* --hold-max-ms: fenced requests wait this long at most */
 } node_config;
 

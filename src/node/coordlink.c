@@ -8,11 +8,13 @@
  * failure moves to the next coordinator address (see next_addr).
  */
 #include "node/coordlink.h"
+#include "core/audit.h"
 #include "core/coordkey.h"
 #include "core/directive.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/clock.h"
+#include "core/notleader.h"
 #include "net/hiredis_uv.h"
 #include "net/peerlink.h"
 #include "net/replyshape.h"
@@ -37,6 +39,7 @@ struct coordlink {
     addrlist coords; /* the coordinator addresses; at least one */
     int cur;         /* the one being dialled or linked */
     int round_fails; /* failures since the last registration, to pace full rounds */
+    int redirect;    /* index a standby's -NOTLEADER named, for next_addr; -1 none */
     char self_id[65], adv_host[256], rack[65];
     char pinned[COORDKEY_PUB_HEX + 1]; /* the coordinator key, "" until the first join */
     peerauth_secret secret;
@@ -67,7 +70,11 @@ static void arm(coordlink *l, int ms) {
  * address has failed since the last registration (one address: REDIAL_MS
  * each time, as before lists). */
 static int next_addr(coordlink *l) {
-    if (l->coords.n > 1) l->cur = (l->cur + 1) % l->coords.n;
+    if (l->redirect >= 0) { /* a standby named the leader: go there (core/notleader.h) */
+        l->cur = l->redirect;
+        l->redirect = -1;
+    } else if (l->coords.n > 1)
+        l->cur = (l->cur + 1) % l->coords.n;
     if (++l->round_fails < l->coords.n) return 0;
     l->round_fails = 0;
     return REDIAL_MS;
@@ -220,8 +227,24 @@ static void dial(coordlink *l) {
     arm(l, l->cfg.heartbeat_ms); /* watches the handshake (on_timer) */
 }
 
+/* A standby's -NOTLEADER naming the leader: the next dial goes there (the
+ * address is added to the list when it is not in it, room permitting). A
+ * redirect counts as one failure of the round, so standbys that name each
+ * other (a stale view) still wait REDIAL_MS once per round. */
+static void follow_notleader(coordlink *l, const char *detail) {
+    addrlist_entry e;
+    char id[65];
+    if (!detail || notleader_parse(detail, strlen(detail), &e, id, sizeof id)) return;
+    int k = addrlist_find_or_add(&l->coords, &e);
+    if (k < 0 || k == l->cur) return;
+    keel_log(KEEL_LOG_INFO, "coord_redirected", "coord=%s:%d leader=%s to=%s:%d", HOST(l), PORT(l),
+             id, e.host, e.port);
+    l->redirect = k;
+}
+
 static void link_fail(coordlink *l, const char *why, const char *detail) {
     char q[256];
+    follow_notleader(l, detail);
     /* Every failure is logged, but a coordinator that stays away costs one
      * WARN line per 30 attempts, not one per second. */
     int level = (l->fails++ % 30) == 0 ? KEEL_LOG_WARN : KEEL_LOG_DEBUG;
@@ -300,6 +323,7 @@ static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
                  directive_verdict_name(v), (unsigned long long)term, (unsigned long long)seq);
         return;
     }
+    audit_directive("map", term, seq); /* core/audit.h */
     l->cbs.on_map(l->arg, map->str, map->len, term, seq);
 }
 
@@ -346,6 +370,7 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
         l->coords.a[0].port = cfg->port;
     }
     l->cfg.coords = NULL; /* copied above */
+    l->redirect = -1;
     snprintf(l->self_id, sizeof l->self_id, "%s", cfg->self_id);
     snprintf(l->adv_host, sizeof l->adv_host, "%s", cfg->adv_host);
     snprintf(l->rack, sizeof l->rack, "%s", cfg->rack ? cfg->rack : "");
@@ -364,7 +389,9 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
 
 directive_verdict coordlink_check_term(coordlink *l, int from_coordinator, uint64_t term) {
     if (!l) return DIRECTIVE_NOT_COORDINATOR;
-    return directive_admit_term(l->guard, from_coordinator, term);
+    directive_verdict v = directive_admit_term(l->guard, from_coordinator, term);
+    if (v == DIRECTIVE_ACCEPT) audit_directive("command", term, 0);
+    return v;
 }
 
 int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens) {

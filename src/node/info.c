@@ -14,6 +14,7 @@
 #include "node/blocking.h"
 #include "node/script.h"
 #include "node/move.h"
+#include "node/save.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -145,6 +146,7 @@ static void info_stats(const server *s, kbuf *b) {
     kbuf_printf(b,
                 "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                 "rejected_connections:%llu\r\nexpired_keys:%llu\r\nevicted_keys:0\r\n"
+                "migrate_cached_sockets:0\r\n" /* MIGRATE opens one per request and closes it */
                 "keyspace_hits:0\r\nkeyspace_misses:0\r\npubsub_channels:0\r\n"
                 "pubsub_patterns:0\r\ntotal_error_replies:%llu\r\nkeel_read_ops:%llu\r\n"
                 "keel_write_ops:%llu\r\nkeel_admin_ops:%llu\r\n",
@@ -158,8 +160,10 @@ static void info_stats(const server *s, kbuf *b) {
 static void info_persistence(const server *s, kbuf *b) {
     kbuf_printf(b,
                 "# Persistence\r\nloading:0\r\naof_enabled:0\r\nrdb_changes_since_last_save:0\r\n"
+                "rdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%lld\r\n"
                 "keel_fsync:%s\r\nkeel_fsync_count:%llu\r\nkeel_last_fsync_us:%llu\r\n"
                 "keel_store_bytes:%llu\r\n",
+                save_bgsave_running(s), save_last_unix(s),
                 store_fsync_name(store_fsync_mode(s->st)), (unsigned long long)s->mx->fsync.total,
                 (unsigned long long)s->last_fsync_us, (unsigned long long)store_total_bytes(s->st));
 }
@@ -189,6 +193,11 @@ static void info_keel(const server *s, kbuf *b) {
                 "partitions_outgoing:%u\r\npartitions_fenced:%u\r\npartitions_incoming:%u\r\n"
                 "partitions_retired:%u\r\nrequests_held:%llu\r\n",
                 ms.outgoing, ms.fenced, ms.incoming, ms.retired, (unsigned long long)ms.held);
+    unsigned role[MAP_ROLE_LAGGING + 1] = {0};
+    for (unsigned p = 0; p < m->partitions; p++)
+        role[ptable_role(s->pt, p)]++;
+    kbuf_printf(b, "replicas_leader:%u\r\nreplicas_follower:%u\r\nreplicas_lagging:%u\r\n",
+                role[MAP_ROLE_LEADER], role[MAP_ROLE_FOLLOWER], role[MAP_ROLE_LAGGING]);
     loopstat_info(s->loops, b);
 }
 

@@ -89,7 +89,8 @@ static void dst_report(in_move *in, const char *phase, const char *reason) {
 
 static void on_dst_timer(void *arg) {
     in_move *in = arg;
-    if (in->verifier && mv_now_us(in->mv) - in->verify_since_us > VERIFY_WAIT_MS * 1000ull) {
+    if (in->verifier && !in->syncing &&
+        mv_now_us(in->mv) - in->verify_since_us > VERIFY_WAIT_MS * 1000ull) {
         dst_fail(in, "source-silent-at-fence");
         return;
     }
@@ -324,9 +325,30 @@ void dst_check_link(in_move *in) {
     if (!in->link) dst_fail(in, "source-unreachable");
 }
 
+static void on_copy_durable(void *arg, int rc) {
+    in_move *in = arg;
+    in->syncing = 0;
+    if (rc) {
+        dst_fail(in, "fsync-failed");
+        return;
+    }
+    in->durable = 1;
+    resume_verifier(in);
+}
+
+int dst_durable(in_move *in) {
+    if (in->durable) return 1;
+    if (in->syncing) return 0;
+    const move_env *E = &in->mv->env;
+    if (E->sync_wal(E->ctx, on_copy_durable, in)) return -1;
+    in->syncing = 1;
+    return 0;
+}
+
 void dst_end(moves *mv, in_move *in) {
     for (int i = 0; i < MOVES_MAX; i++)
         if (mv->in[i] == in) mv->in[i] = NULL;
+    if (in->syncing) mv->env.sync_wal_cancel(mv->env.ctx, in);
     if (in->link) mv->env.link_close(in->link);
     void *v = in->verifier;
     mv->env.timer_free(in->timer);

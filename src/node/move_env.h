@@ -72,6 +72,14 @@ typedef struct move_env {
     int (*link_send)(move_link *l, move_reply_fn fn, void *tag, int argc, const char **argv);
     void (*link_close)(move_link *l);
 
+    /* Makes everything written to the store so far durable without
+     * waiting on the engine's thread (node/walsync.h): done(arg, 0) runs
+     * later, once it is, or done(arg, rc < 0) if the store failed. Returns
+     * 0, or < 0 (then done never runs). sync_wal_cancel(ctx, arg) drops the
+     * pending requests made with arg. */
+    int (*sync_wal)(void *ctx, void (*done)(void *arg, int rc), void *arg);
+    void (*sync_wal_cancel)(void *ctx, void *arg);
+
     /* A KEEL.MOVE.REPORT to the coordinator (dropped when not connected). */
     void (*report)(void *ctx, int argc, const char **argv);
     /* The directive guard (DESIGN I3): may a directive with this term from

@@ -93,6 +93,7 @@ typedef struct in_move {
     uint64_t last_caught_us;
     void *verifier; /* the connection of a held VERIFY */
     uint64_t verify_since_us; /* a VERIFY waits at most VERIFY_WAIT_MS */
+    int syncing, durable;     /* the copy's fsync before VERIFY: in flight, done */
     char why[96];
     move_timer *timer;
     kbuf pend;               /* copy records received, not yet applied */
@@ -141,6 +142,10 @@ in_move *dst_start(moves *mv, uint64_t m, unsigned p, uint64_t epoch, const char
  * called once the move is in the table, so the failure is reported. */
 void dst_check_link(in_move *in);
 void dst_end(moves *mv, in_move *in);
+/* VERIFY's durable point: 1 when the applied copy is durable, 0 when its
+ * fsync is in flight (hold the VERIFY: the engine resumes it), < 0 when it
+ * cannot be started. */
+int dst_durable(in_move *in);
 in_move *dst_find(moves *mv, uint64_t id);
 
 #endif

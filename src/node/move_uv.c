@@ -14,6 +14,7 @@
 #include "net/peerlink.h"
 #include "node/cluster.h"
 #include "node/coordlink.h"
+#include "node/walsync.h"
 #include "resp/resp.h"
 
 #include <stdlib.h>
@@ -180,6 +181,16 @@ static int still_fenced(unsigned p, void *pt) {
     return ptable_state(pt, p) == PART_FENCED;
 }
 
+static int e_sync_wal(void *ctx, void (*done)(void *arg, int rc), void *arg) {
+    node_moves *nm = ctx;
+    return walsync_request(nm->s->wsync, done, arg);
+}
+
+static void e_sync_wal_cancel(void *ctx, void *arg) {
+    node_moves *nm = ctx;
+    walsync_cancel(nm->s->wsync, arg);
+}
+
 static void e_release_unfenced(void *ctx) {
     node_moves *nm = ctx;
     for (long p; (p = holdq_find_unfenced(&nm->hq, still_fenced, nm->s->pt)) >= 0;)
@@ -276,6 +287,8 @@ moves *moves_new(server *s, const peerauth_secret *secret, int hold_max_ms) {
         .resume = e_resume,
         .release_held = e_release_held,
         .release_unfenced = e_release_unfenced,
+        .sync_wal = e_sync_wal,
+        .sync_wal_cancel = e_sync_wal_cancel,
     };
     if (!(nm->eng = move_engine_new(&env, 0))) {
         peerauth_secret_wipe(&nm->secret);

@@ -99,6 +99,10 @@ void ptable_set_state(ptable *t, unsigned partition, part_state s) {
     if (partition < t->partitions) t->state[partition] = (uint8_t)s;
 }
 
+map_role ptable_role(const ptable *t, unsigned p) {
+    return p < t->partitions ? keel_map_role(&t->map, p, t->self_index) : MAP_ROLE_NONE;
+}
+
 part_state ptable_state(const ptable *t, unsigned partition) {
     return partition < t->partitions ? (part_state)t->state[partition] : PART_ABSENT;
 }

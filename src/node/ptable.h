@@ -74,5 +74,11 @@ const char *part_state_name(part_state s);
 uint64_t ptable_self_epoch(const ptable *t);
 /* Index of this node in the current map, or -1. */
 int ptable_self_index(const ptable *t);
+/* This node's role in partition p by the current map's replicas (leader,
+ * follower, lagging follower, or none; core/mapcodec.h). The node keeps
+ * every partition's replicas as the map gives them but does not act on
+ * them yet: it serves only what it leads (issue 11 step 3 adds the rest,
+ * docs/replication.md). */
+map_role ptable_role(const ptable *t, unsigned p);
 
 #endif

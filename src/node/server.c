@@ -6,6 +6,7 @@
  * port.
  */
 #include "node/server.h"
+#include "node/walsync.h"
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -22,6 +23,8 @@
 #include "node/move.h"
 #include "node/multi.h"
 #include "node/script.h"
+#include "node/save.h"
+#include "node/migrate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +59,7 @@ static int on_request(void *arg, client *c, int argc, char **argv, const size_t 
 static void on_close(void *arg, client *c) {
     server *s = arg;
     multi_conn_closed(s, c);
+    migrate_conn_closed(s, c);
     client_conn_closed(s, c);
     blocking_conn_closed(s, c);
     move_conn_closed(s->mv, c);
@@ -114,24 +118,37 @@ static void on_gc(uv_timer_t *t) {
     }
 }
 
+static void on_everysec_synced(void *arg, int rc) {
+    server *s = arg;
+    if (rc) stop_if_failed(s, "everysec_fsync_failed", rc);
+    uint64_t us = walsync_last_us(s->wsync);
+    if (us) metrics_fsync(s->mx, us);
+}
+
 static void on_second(uv_timer_t *t) {
     server *s = t->data;
     metrics_tick(s->mx, 1.0);
-    if (store_fsync_mode(s->st) == STORE_FSYNC_EVERYSEC) {
-        uint64_t us = 0;
-        int rc = store_sync_wal(s->st, &us);
+    /* As redis' everysec on its bio thread: the fsync runs off the loop; a
+     * second still in flight is not doubled. */
+    if (store_fsync_mode(s->st) == STORE_FSYNC_EVERYSEC && !walsync_busy(s->wsync)) {
+        int rc = walsync_request(s->wsync, on_everysec_synced, s);
         if (rc) stop_if_failed(s, "everysec_fsync_failed", rc);
-        if (us) metrics_fsync(s->mx, us);
     }
 }
 
 static void on_signal(uv_signal_t *sig, int signum) {
-    server *s = sig->data;
+    char why[64];
+    snprintf(why, sizeof why, "signal=%s", strsignal(signum));
+    server_stop(sig->data, why);
+}
+
+void server_stop(server *s, const char *why) {
     if (s->stopping) return;
     s->stopping = 1;
     rserver_stats st;
     rserver_get_stats(s->rs, &st);
-    keel_log(KEEL_LOG_INFO, "shutdown", "signal=%s clients=%zu", strsignal(signum), st.clients);
+    keel_log(KEEL_LOG_INFO, "shutdown", "%s clients=%zu", why, st.clients);
+    save_stop(s); /* SAVE/SHUTDOWN's handles (cmd_save.c) */
     if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
     blocking_free(s);
@@ -263,6 +280,8 @@ static int server_open(server *s, char *err, size_t cap) {
     so.fsync = s->cfg.fsync;
     int rc = store_open(s->cfg.dir, &so, &s->st, err, cap);
     if (rc) return rc;
+    if (!(s->wsync = walsync_new(s->loop, s->st)))
+        return snprintf(err, cap, "cannot start the fsync thread"), KEEL_ENOMEM;
     if ((rc = load_node_id(s, err, cap))) return rc;
     keel_map m;
     rc = s->cfg.coord_port ? node_cluster_start(s, &m, err, cap) : load_map(s, &m, err, cap);
@@ -331,6 +350,10 @@ void server_cmd_state_free(server *s) {
     access_free(s->access);
     slowlog_free(s->slowlog);
     latency_free(s->latency);
+    save_free(s->save);
+    s->save = NULL;
+    migrate_free(s->migrate);
+    s->migrate = NULL;
     s->cstats = NULL, s->params = NULL, s->monitors = NULL;
     s->access = NULL, s->slowlog = NULL, s->latency = NULL;
 }
@@ -394,6 +417,9 @@ done:
     kbuf_close(&s->first_map);
     server_cmd_state_free(s);
     peerauth_secret_wipe(&s->secret);
+    walsync_free(s->wsync); /* joins its thread: no fsync runs past here */
+    s->wsync = NULL;
+    uv_run(s->loop, UV_RUN_NOWAIT); /* its handle's close */
     store_free(s->st);
     ptable_free(s->pt);
     metrics_free(s->mx);

@@ -28,11 +28,13 @@ typedef struct http_server http_server;
 typedef struct coordlink coordlink;
 typedef struct moves moves;
 typedef struct watch_tab watch_tab;
+typedef struct walsync walsync;
 
 typedef struct server {
     uv_loop_t *loop;
     node_config cfg;
     store *st;
+    walsync *wsync; /* WAL fsyncs off the loop (walsync.h) */
     ptable *pt;
     metrics *mx;
     loopstat *loops; /* busy time of each loop turn; NULL once stopping */
@@ -62,6 +64,8 @@ typedef struct server {
     struct access_table *access;   /* OBJECT IDLETIME/FREQ clock (access.c), lazily */
     struct slowlog *slowlog;       /* SLOWLOG (slowlog.c), lazily */
     struct latency_mon *latency;   /* LATENCY events (latency.c), lazily */
+    struct save_state *save;       /* SAVE/BGSAVE/LASTSAVE/SHUTDOWN (cmd_save.c), lazily */
+    struct migrate_state *migrate; /* MIGRATE jobs in flight (cmd_migrate.c), lazily */
     unsigned config_gen;           /* bumped by every applied CONFIG SET */
     uint64_t handler_calls;        /* handlers run (cmd_call), for cmd_dispatch */
     struct blocking *blk;   /* clients blocked on keys (blocking.c), NULL until the first */
@@ -73,6 +77,13 @@ typedef struct server {
  * (directory, map file, id) fails before any port is opened. Returns the
  * process exit status. */
 int server_run(const node_config *cfg);
+/* Stops the node gracefully, what SIGTERM/SIGINT do: the turn's replies go
+ * out after their sync, listeners and connections close, the coordinator
+ * (--coord) is told at once, timers stop; server_run then closes the store
+ * (WAL fsynced) and returns 0. why ("signal=...") goes to the log. Loop
+ * thread, outside any command handler (SHUTDOWN defers it: cmd_save.c).
+ * A second call does nothing. */
+void server_stop(server *s, const char *why);
 /* Frees the command layer's lazily made state of s (INFO commandstats,
  * CONFIG parameters, MONITOR clients, the access clock, SLOWLOG, LATENCY)
  * and sets the pointers to NULL. For server_run's exit and for tests that

@@ -1058,6 +1058,7 @@ static int flush_wal(store *s, int sync, uint64_t *fsync_us) {
         s->unsynced = 0;
     } else {
         s->unsynced = 1;
+        s->flush_gen++;
     }
     s->dirty = s->lazy = 0;
     return 0;
@@ -1083,6 +1084,38 @@ int store_sync_wal(store *s, uint64_t *fsync_us) {
     if (rc) return rc;
     if (!s->dirty && !s->unsynced && !s->lazy) return 0;
     return flush_wal(s, 1, fsync_us);
+}
+
+int store_wal_sync_begin(store *s, store_wal_sync *ws) {
+    memset(ws, 0, sizeof *ws);
+    if (s->txn.open) return KEEL_EINVAL;
+    int rc = turn_write(s);
+    if (rc) return rc;
+    if (s->dirty || s->lazy) { /* hand the WAL to the OS, without the fsync */
+        rc = flush_wal(s, 0, NULL);
+        if (rc) return rc;
+    }
+    if (!s->unsynced) return 0;
+    ws->gen = s->flush_gen;
+    return 1;
+}
+
+void store_wal_sync_run(store *s, store_wal_sync *ws) {
+    uint64_t t0 = keel_mono_us();
+    rocksdb_flush_wal(s->db, 1, &ws->rerr);
+    ws->us = keel_mono_us() - t0;
+}
+
+int store_wal_sync_end(store *s, store_wal_sync *ws) {
+    if (ws->rerr) {
+        char *e = ws->rerr;
+        ws->rerr = NULL;
+        return set_failed(s, rerr_log("store_fsync", e));
+    }
+    if (s->failed) return s->failed;
+    /* Nothing flushed since begin: all that is in the WAL is durable now. */
+    if (s->flush_gen == ws->gen) s->unsynced = 0;
+    return 0;
 }
 
 /* ---- Statistics and scans ------------------------------------------------- */

@@ -171,9 +171,47 @@ KEEL_MUST_CHECK int store_sync(store *s, uint64_t *fsync_us);
 /* The sticky failure (see store_sync): 0, or the KEEL_E* of the first
  * failed write or WAL flush. */
 int store_failed(const store *s);
-/* Forces flush + fsync now regardless of mode (the everysec timer). */
+/* Forces flush + fsync now regardless of mode. Waits for the fsync on the
+ * calling thread; the node uses the off-loop form below instead. */
 KEEL_MUST_CHECK int store_sync_wal(store *s, uint64_t *fsync_us);
+
+/* The same fsync off the owning thread, in three steps (node/walsync.h runs
+ * them on a libuv worker):
+ *   store_wal_sync_begin (owner): writes the turn and hands the WAL to the
+ *     OS, as store_sync does; returns 1 when an fsync is needed (then run
+ *     and end must follow, in that order), 0 when nothing written is
+ *     unsynced (done: it is all durable), or the sticky failure.
+ *   store_wal_sync_run (any one thread, while the owner goes on writing):
+ *     the fsync. RocksDB's SyncWAL does not block writes from other
+ *     threads; it touches nothing of the store but the DB handle and ws.
+ *   store_wal_sync_end (owner): records the outcome. 0: every write handed
+ *     to the WAL before begin is durable (later ones are not, unless
+ *     another sync covered them). Otherwise the store is failed, as after a
+ *     failed store_sync (fsyncgate), and the error is returned.
+ * One sync may be in flight per store; store_free must not run while one
+ * is. */
+typedef struct store_wal_sync {
+    uint64_t gen;  /* the store's flush generation at begin */
+    char *rerr;    /* RocksDB's error from run, owned until end */
+    uint64_t us;   /* the fsync's duration */
+} store_wal_sync;
+KEEL_MUST_CHECK int store_wal_sync_begin(store *s, store_wal_sync *ws);
+void store_wal_sync_run(store *s, store_wal_sync *ws);
+KEEL_MUST_CHECK int store_wal_sync_end(store *s, store_wal_sync *ws);
 store_fsync store_fsync_mode(const store *s);
+
+/* ---- Snapshots on demand (store_save.c): SAVE, BGSAVE, SHUTDOWN SAVE -----
+ * store_save_wal: the turn's committed txns written and the WAL fsynced now,
+ * whatever the fsync mode (as store_sync + store_sync_wal; owner thread, no
+ * txn open). store_flush_memtables: the memtables of every column family
+ * written out to SST files, waiting for it; safe from another thread while
+ * the owner goes on (RocksDB's Flush is), as long as the store stays open.
+ * store_save: both, on the owner thread. Return 0 or KEEL_EIO (a sticky
+ * failure as store_sync for the WAL part; a failed memtable flush is
+ * returned only), KEEL_EINVAL with a txn open, KEEL_ENOMEM. */
+KEEL_MUST_CHECK int store_save_wal(store *s);
+KEEL_MUST_CHECK int store_flush_memtables(store *s);
+KEEL_MUST_CHECK int store_save(store *s);
 
 /* ---- Statistics and scans ----------------------------------------------
  * keys in store_slot_stats and store_total_keys count keys: records whose

@@ -117,6 +117,7 @@ struct store {
     store_fsync fsync;
     int dirty;    /* committed since the last WAL flush */
     int unsynced; /* WAL flushed to the OS but not fsynced */
+    uint64_t flush_gen; /* WAL flushes to the OS without an fsync (store_wal_sync) */
     int lazy;     /* lazily committed writes not yet flushed (store_txn_commit_lazy) */
     char *dir;
     uint64_t total_keys, total_bytes, total_expires, total_subs;

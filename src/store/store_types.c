@@ -68,64 +68,18 @@ unsigned store_gc_pending(const store *s) {
 
 /* ---- Format ---------------------------------------------------------------- */
 
-/* Rewrites every format-1 key [slot][user key] as [slot][0x00][user key]
- * and drops the clean marker, so open_stats recounts. */
-static int migrate_v1(store *s) {
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_fill_cache(ro, 0);
-    rocksdb_readoptions_set_total_order_seek(ro, 1);
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf_data);
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    char *rerr = NULL;
-    size_t n = 0, total = 0, skipped = 0;
-    char *nk = malloc(KEY_MAX + 1);
-    int rc = nk ? 0 : KEEL_ENOMEM;
-    for (rocksdb_iter_seek_to_first(it); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t kl, vl;
-        const char *k = rocksdb_iter_key(it, &kl);
-        const char *v = rocksdb_iter_value(it, &vl);
-        if (kl < KEY_PREFIX) continue;
-        if (kl + 1 > KEY_MAX) { /* cannot carry a tag; unreadable either way */
-            skipped++;
-            continue;
-        }
-        memcpy(nk, k, KEY_PREFIX);
-        nk[KEY_PREFIX] = STORE_TAG_KEY;
-        memcpy(nk + KEY_PREFIX + 1, k + KEY_PREFIX, kl - KEY_PREFIX);
-        rocksdb_writebatch_delete_cf(wb, s->cf_data, k, kl);
-        rocksdb_writebatch_put_cf(wb, s->cf_data, nk, kl + 1, v, vl);
-        total++;
-        if (++n == MIGRATE_BATCH) {
-            rocksdb_write(s->db, s->wopts, wb, &rerr);
-            if (rerr) rc = store__rerr_log("store_migrate", rerr);
-            rocksdb_writebatch_clear(wb);
-            n = 0;
-        }
-    }
-    if (!rc) rocksdb_iter_get_error(it, &rerr);
-    if (!rc && rerr) rc = store__rerr_log("store_migrate", rerr);
-    const char f = '0' + STORE_FORMAT;
-    rocksdb_writebatch_delete_cf(wb, s->cf_meta, "c/stats", 7);
-    rocksdb_writebatch_put_cf(wb, s->cf_meta, FORMAT_KEY, strlen(FORMAT_KEY), &f, 1);
-    if (!rc) rocksdb_write(s->db, s->wopts, wb, &rerr);
-    if (!rc && rerr) rc = store__rerr_log("store_migrate", rerr);
-    if (!rc) rocksdb_flush_wal(s->db, 1, &rerr);
-    if (!rc && rerr) rc = store__rerr_log("store_migrate", rerr);
-    free(nk);
-    rocksdb_writebatch_destroy(wb);
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
-    if (!rc)
-        keel_log(KEEL_LOG_INFO, "store_format_upgrade", "from=1 to=%d keys=%zu skipped=%zu",
-                 STORE_FORMAT, total, skipped);
-    return rc;
-}
+/* One format upgrade: fn sees every data record in key order with a scratch
+ * key buffer nk of KEY_MAX + 8 bytes and adds what it rewrites to wb; it
+ * returns 1 for a record it rewrote, 2 for one it had to skip (unreadable
+ * in the new format either way), 0 for one it leaves alone. The walk writes
+ * in batches of MIGRATE_BATCH, then, in the last batch, sets c/format to
+ * STORE_FORMAT and drops the clean marker (so open_stats recounts), and
+ * syncs the WAL. Idempotent as long as fn is: a crash before c/format is
+ * set redoes the same work at the next open. */
+typedef int (*migrate_fn)(rocksdb_writebatch_t *wb, rocksdb_column_family_handle_t *cf,
+                          const char *k, size_t kl, const char *v, size_t vl, char *nk);
 
-/* Format 2 -> 3: writes a score-index record for every sorted-set member
- * record (tag 0x01, type 0x83, an 8-byte IEEE-754 score). Orphaned members
- * get one too; store_gc removes both. Drops the clean marker, so open_stats
- * recounts. Idempotent: a crash before c/format is set redoes the same puts. */
-static int migrate_v2(store *s) {
+static int migrate_walk(store *s, int from, const char *what, migrate_fn fn) {
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_fill_cache(ro, 0);
     rocksdb_readoptions_set_total_order_seek(ro, 1);
@@ -135,28 +89,13 @@ static int migrate_v2(store *s) {
     size_t n = 0, total = 0, skipped = 0;
     char *nk = malloc(KEY_MAX + 8);
     int rc = nk ? 0 : KEEL_ENOMEM;
-    const char hdr[VAL_HDR] = {(char)(STORE_T_SUB | STORE_T_ZSET)};
     for (rocksdb_iter_seek_to_first(it); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t kl, vl;
         const char *k = rocksdb_iter_key(it, &kl);
         const char *v = rocksdb_iter_value(it, &vl);
-        if (kl < KEY_PREFIX + 3 || k[KEY_PREFIX] != STORE_TAG_SUB || vl != VAL_HDR + 8 ||
-            (uint8_t)v[0] != (STORE_T_SUB | STORE_T_ZSET))
-            continue;
-        size_t plen = KEY_PREFIX + 3 + get_be16(k + KEY_PREFIX + 1) + 8;
-        if (kl < plen) continue;
-        if (kl + ZSCORE_LEN > KEY_MAX) { /* no room for the score: unreadable as an index */
-            skipped++;
-            continue;
-        }
-        uint64_t bits = get_be64(v + VAL_HDR);
-        double d;
-        memcpy(&d, &bits, 8);
-        memcpy(nk, k, plen);
-        nk[KEY_PREFIX] = STORE_TAG_ZIDX;
-        zscore_encode(nk + plen, d);
-        memcpy(nk + plen + ZSCORE_LEN, k + plen, kl - plen);
-        rocksdb_writebatch_put_cf(wb, s->cf_data, nk, kl + ZSCORE_LEN, hdr, sizeof hdr);
+        int r = fn(wb, s->cf_data, k, kl, v, vl, nk);
+        if (r == 2) skipped++;
+        if (r != 1) continue;
         total++;
         if (++n == MIGRATE_BATCH) {
             rocksdb_write(s->db, s->wopts, wb, &rerr);
@@ -179,9 +118,53 @@ static int migrate_v2(store *s) {
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
     if (!rc)
-        keel_log(KEEL_LOG_INFO, "store_format_upgrade",
-                 "from=2 to=%d zset_index_records=%zu skipped=%zu", STORE_FORMAT, total, skipped);
+        keel_log(KEEL_LOG_INFO, "store_format_upgrade", "from=%d to=%d %s=%zu skipped=%zu", from,
+                 STORE_FORMAT, what, total, skipped);
     return rc;
+}
+
+/* Format 1 -> 2: every key [slot][user key] becomes [slot][0x00][user key]. */
+static int v1_record(rocksdb_writebatch_t *wb, rocksdb_column_family_handle_t *cf, const char *k,
+                     size_t kl, const char *v, size_t vl, char *nk) {
+    if (kl < KEY_PREFIX) return 0;
+    if (kl + 1 > KEY_MAX) return 2; /* cannot carry a tag; unreadable either way */
+    memcpy(nk, k, KEY_PREFIX);
+    nk[KEY_PREFIX] = STORE_TAG_KEY;
+    memcpy(nk + KEY_PREFIX + 1, k + KEY_PREFIX, kl - KEY_PREFIX);
+    rocksdb_writebatch_delete_cf(wb, cf, k, kl);
+    rocksdb_writebatch_put_cf(wb, cf, nk, kl + 1, v, vl);
+    return 1;
+}
+
+static int migrate_v1(store *s) {
+    return migrate_walk(s, 1, "keys", v1_record);
+}
+
+/* Format 2 -> 3: a score-index record for every sorted-set member record
+ * (tag 0x01, type 0x83, an 8-byte IEEE-754 score). Orphaned members get one
+ * too; store_gc removes both. */
+static int v2_record(rocksdb_writebatch_t *wb, rocksdb_column_family_handle_t *cf, const char *k,
+                     size_t kl, const char *v, size_t vl, char *nk) {
+    if (kl < KEY_PREFIX + 3 || k[KEY_PREFIX] != STORE_TAG_SUB || vl != VAL_HDR + 8 ||
+        (uint8_t)v[0] != (STORE_T_SUB | STORE_T_ZSET))
+        return 0;
+    size_t plen = KEY_PREFIX + 3 + get_be16(k + KEY_PREFIX + 1) + 8;
+    if (kl < plen) return 0;
+    if (kl + ZSCORE_LEN > KEY_MAX) return 2; /* no room for the score: unreadable as an index */
+    static const char hdr[VAL_HDR] = {(char)(STORE_T_SUB | STORE_T_ZSET)};
+    uint64_t bits = get_be64(v + VAL_HDR);
+    double d;
+    memcpy(&d, &bits, 8);
+    memcpy(nk, k, plen);
+    nk[KEY_PREFIX] = STORE_TAG_ZIDX;
+    zscore_encode(nk + plen, d);
+    memcpy(nk + plen + ZSCORE_LEN, k + plen, kl - plen);
+    rocksdb_writebatch_put_cf(wb, cf, nk, kl + ZSCORE_LEN, hdr, sizeof hdr);
+    return 1;
+}
+
+static int migrate_v2(store *s) {
+    return migrate_walk(s, 2, "zset_index_records", v2_record);
 }
 
 int store__format_open(store *s, char *err, size_t errcap) {

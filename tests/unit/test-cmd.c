@@ -19,75 +19,25 @@
 #include "node/introspect.h"
 #include "node/multi.h"
 
-typedef struct fixture {
-    char dir[64];
-    server srv;
-    client c;
-} fixture;
+#include "cmd_fixture.h"
+
+typedef cmdfix fixture;
 
 static int setup(void **state) {
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/keel-test-cmd-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    node_config_default(&f->srv.cfg);
-    store_opts o;
-    store_opts_default(&o);
-    o.fsync = STORE_FSYNC_NO;
-    char err[256];
-    assert_int_equal(store_open(f->dir, &o, &f->srv.st, err, sizeof err), 0);
-    f->srv.pt = ptable_new(16, "self");
-    f->srv.mx = metrics_new(16);
-    keel_map m;
-    assert_int_equal(keel_map_init(&m, 16), 0);
-    keel_map_add_node(&m, "self", "127.0.0.1", 7000);
-    keel_map_add_node(&m, "other", "127.0.0.2", 7002);
-    for (unsigned p = 0; p < 16; p++)
-        m.owner[p] = p == 0 ? 1 : 0; /* slots 0-1023 elsewhere */
-    m.version = 1;
-    assert_int_equal(ptable_apply_map(f->srv.pt, &m), 0);
-    f->c.proto = 2;
-    f->c.authed = 1;
-    f->c.id = 7;
-    kbuf_init(&f->c.out);
+    cmdfix *f = cmdfix_new("cmd", 1);
+    f->sync_each = 0;
     *state = f;
     return 0;
 }
 
 static int teardown(void **state) {
-    fixture *f = *state;
-    multi_conn_closed(&f->srv, &f->c);
-    free(f->c.user);
-    multi_server_free(&f->srv);
-    server_cmd_state_free(&f->srv);
-    store_free(f->srv.st);
-    ptable_free(f->srv.pt);
-    metrics_free(f->srv.mx);
-    kbuf_close(&f->c.out);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(f);
+    cmdfix_free(*state);
     return 0;
 }
 
-/* Runs one command given as a space-separated line; returns the reply. */
 static const char *run(fixture *f, const char *line) {
-    char *argv[32], buf[1024];
-    size_t lens[32];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *tok = strtok(buf, " "); tok && argc < 32; tok = strtok(NULL, " ")) {
-        argv[argc] = tok;
-        lens[argc++] = strlen(tok);
-    }
-    f->c.out.len = 0;
-    cmd_dispatch(&f->srv, &f->c, argc, argv, lens);
-    static char reply[4096];
-    snprintf(reply, sizeof reply, "%.*s", (int)f->c.out.len, f->c.out.p ? f->c.out.p : "");
-    return reply;
+    return cmdfix_run(f, line);
 }
-
-#define EXPECT(f, line, want) assert_string_equal(run(f, line), want)
 
 /* GET/SET/DEL/EXISTS basics. */
 static void strings_basic(void **state) {

@@ -187,6 +187,168 @@ static void test_parse_refusals(void **state) {
     }
 }
 
+/* ---- Replicas (issue 11 step 1) ---- */
+
+/* Three nodes; partitions 0-3 RF 3 (a, b, c) with c lagging, 4-7 RF 1 at
+ * the defaults, the rest unowned. */
+static void rep_map(keel_map *m) {
+    assert_int_equal(keel_map_init(m, 16), 0);
+    assert_int_equal(keel_map_add_node(m, "a", "h", 1), 0);
+    assert_int_equal(keel_map_add_node(m, "b", "h", 2), 1);
+    assert_int_equal(keel_map_add_node(m, "c", "h", 3), 2);
+    for (unsigned p = 0; p < 8; p++) {
+        m->owner[p] = p < 4 ? 0 : 1;
+        m->epoch[p] = 5;
+    }
+    map_rep r = {.n = 3, .isr = 3, .node = {0, 1, 2}, .leader_epoch = 4, .partition_epoch = 9};
+    for (unsigned p = 0; p < 4; p++)
+        assert_int_equal(keel_map_set_rep(m, p, &r, NULL, 0), 0);
+    m->version = 3;
+}
+
+/* Replicas, ISR and both epochs round-trip; RF 1 entries at their defaults
+ * are written without them; roles follow from the lists. */
+static void test_replicas_roundtrip(void **state) {
+    (void)state;
+    keel_map m, r;
+    kbuf b;
+    char err[128];
+    rep_map(&m);
+    kbuf_init(&b);
+    assert_int_equal(keel_map_write_json(&m, 2, &b), 0);
+    assert_int_equal(kbuf_append(&b, "", 1), 0);
+    assert_string_equal(b.p, "{\"version\":3,\"term\":2,\"partitions\":16,\"nodes\":["
+                             "{\"id\":\"a\",\"addr\":\"h:1\"},{\"id\":\"b\",\"addr\":\"h:2\"},"
+                             "{\"id\":\"c\",\"addr\":\"h:3\"}],\"owners\":["
+                             "{\"first\":0,\"last\":3,\"node\":\"a\",\"epoch\":5,"
+                             "\"replicas\":[\"a\",\"b\",\"c\"],\"isr\":[\"a\",\"b\"],"
+                             "\"leader_epoch\":4,\"partition_epoch\":9},"
+                             "{\"first\":4,\"last\":7,\"node\":\"b\",\"epoch\":5}]}");
+    assert_int_equal(keel_map_parse_json(b.p, &r, err, sizeof err), 0);
+    for (unsigned p = 0; p < 16; p++) {
+        map_rep x, y;
+        keel_map_get_rep(&m, p, &x);
+        keel_map_get_rep(&r, p, &y);
+        assert_memory_equal(&x, &y, sizeof x);
+        assert_int_equal(r.owner[p], m.owner[p]);
+    }
+    map_rep x;
+    keel_map_get_rep(&r, 2, &x);
+    assert_int_equal(x.n, 3);
+    assert_int_equal(x.leader_epoch, 4);
+    assert_int_equal(x.partition_epoch, 9);
+    assert_int_equal(keel_map_role(&r, 2, 0), MAP_ROLE_LEADER);
+    assert_int_equal(keel_map_role(&r, 2, 1), MAP_ROLE_FOLLOWER);
+    assert_int_equal(keel_map_role(&r, 2, 2), MAP_ROLE_LAGGING);
+    assert_int_equal(keel_map_role(&r, 5, 1), MAP_ROLE_LEADER);
+    assert_int_equal(keel_map_role(&r, 5, 0), MAP_ROLE_NONE);
+    assert_int_equal(keel_map_role(&r, 12, 0), MAP_ROLE_NONE);
+    assert_string_equal(keel_map_role_name(MAP_ROLE_LAGGING), "lagging");
+    keel_map_close(&r);
+    keel_map_close(&m);
+    kbuf_close(&b);
+}
+
+/* A map written before replication (no replica fields) reads as RF 1:
+ * replicas = isr = [owner], leader epoch = partition epoch = epoch. So does
+ * a map whose owners were set directly (owner[] and epoch[] only). */
+static void test_old_format_reads_as_rf1(void **state) {
+    (void)state;
+    keel_map r;
+    char err[128];
+    const char *old = "{\"version\":7,\"partitions\":16,\"nodes\":[{\"id\":\"n1\",\"addr\":"
+                      "\"h:1\"},{\"id\":\"n2\",\"addr\":\"h:2\"}],\"owners\":[{\"first\":0,"
+                      "\"last\":9,\"node\":\"n2\",\"epoch\":12},{\"first\":10,\"node\":\"n1\"}]}";
+    assert_int_equal(keel_map_parse_json(old, &r, err, sizeof err), 0);
+    for (unsigned p = 0; p < 16; p++) {
+        map_rep x;
+        keel_map_get_rep(&r, p, &x);
+        if (p > 10) {
+            assert_int_equal(x.n, 0);
+            continue;
+        }
+        assert_int_equal(x.n, 1);
+        assert_int_equal(x.isr, 1);
+        assert_int_equal(x.node[0], p < 10 ? 1 : 0);
+        assert_int_equal(x.leader_epoch, p < 10 ? 12 : 1);
+        assert_int_equal(x.partition_epoch, p < 10 ? 12 : 1);
+    }
+    keel_map_close(&r);
+    keel_map m;
+    two_node_map(&m);
+    map_rep x;
+    keel_map_get_rep(&m, 6, &x);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.node[0], 1);
+    assert_int_equal(x.leader_epoch, 9);
+    assert_int_equal(keel_map_role(&m, 6, 1), MAP_ROLE_LEADER);
+    keel_map_close(&m);
+}
+
+/* Every broken replica list, ISR or epoch order is refused with a reason. */
+static void test_replica_refusals(void **state) {
+    (void)state;
+    static const char head[] = "{\"partitions\":16,\"nodes\":[{\"id\":\"a\",\"addr\":\"h:1\"},"
+                               "{\"id\":\"b\",\"addr\":\"h:2\"},{\"id\":\"c\",\"addr\":\"h:3\"}],"
+                               "\"owners\":[{\"first\":0,\"node\":\"a\",\"epoch\":5,";
+    static const struct {
+        const char *tail, *why;
+    } bad[] = {
+        {"\"replicas\":[\"b\",\"a\"]}]}", "first"},       /* leader not first */
+        {"\"replicas\":[\"a\",\"b\",\"a\"]}]}", "twice"}, /* duplicate replica */
+        {"\"replicas\":[\"a\",\"x\"]}]}", "replicas"},    /* unlisted replica */
+        {"\"replicas\":[]}]}", "first"},                  /* no replica */
+        {"\"replicas\":\"a\"}]}", "replicas"},            /* not an array */
+        {"\"replicas\":[\"a\",1]}]}", "replicas"},        /* not a string */
+        {"\"replicas\":[\"a\",\"b\",\"c\",\"a\",\"b\",\"c\",\"a\",\"b\"]}]}",
+         "replicas"}, /* RF 8 */
+        {"\"replicas\":[\"a\",\"b\"],\"isr\":[\"a\",\"c\"]}]}", "not a replica"},
+        {"\"replicas\":[\"a\",\"b\"],\"isr\":[\"b\"]}]}", "leader"},
+        {"\"replicas\":[\"a\",\"b\"],\"isr\":[]}]}", "isr"},
+        {"\"replicas\":[\"a\",\"b\"],\"isr\":[\"a\",\"a\"]}]}", "twice"},
+        {"\"isr\":[\"a\",\"b\"]}]}", "not a replica"}, /* ISR beyond the default [a] */
+        {"\"leader_epoch\":6}]}", "leader_epoch <= epoch"},
+        {"\"partition_epoch\":4}]}", "leader_epoch <= epoch"},
+        {"\"partition_epoch\":-1}]}", "non-negative"},
+        {"\"leader_epoch\":1.5}]}", "non-negative"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char txt[512], err[128] = "";
+        keel_map r;
+        snprintf(txt, sizeof txt, "%s%s", head, bad[i].tail);
+        int rc = keel_map_parse_json(txt, &r, err, sizeof err);
+        if (rc != KEEL_EINVAL || !strstr(err, bad[i].why))
+            fprintf(stderr, "case %zu: rc %d err \"%s\"\n", i, rc, err);
+        assert_int_equal(rc, KEEL_EINVAL);
+        assert_non_null(strstr(err, bad[i].why));
+        assert_null(r.nodes);
+    }
+    /* The same rules through keel_map_set_rep; a refusal changes nothing. */
+    keel_map m;
+    rep_map(&m);
+    map_rep before;
+    keel_map_get_rep(&m, 0, &before);
+    const map_rep refused[] = {
+        {.n = 0, .isr = 1},
+        {.n = 8, .isr = 1, .leader_epoch = 5, .partition_epoch = 5},
+        {.n = 2, .isr = 1, .node = {0, 0}, .leader_epoch = 5, .partition_epoch = 5},
+        {.n = 2, .isr = 1, .node = {0, 3}, .leader_epoch = 5, .partition_epoch = 5},
+        {.n = 2, .isr = 2, .node = {0, 1}, .leader_epoch = 5, .partition_epoch = 5},
+        {.n = 2, .isr = 5, .node = {0, 1}, .leader_epoch = 5, .partition_epoch = 5},
+        {.n = 2, .isr = 3, .node = {0, 1}, .leader_epoch = 6, .partition_epoch = 6},
+        {.n = 2, .isr = 3, .node = {0, 1}, .leader_epoch = 5, .partition_epoch = 4},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char err[128] = "";
+        assert_int_equal(keel_map_set_rep(&m, 0, &refused[i], err, sizeof err), KEEL_EINVAL);
+        assert_true(err[0] != 0);
+    }
+    map_rep after;
+    keel_map_get_rep(&m, 0, &after);
+    assert_memory_equal(&before, &after, sizeof before);
+    keel_map_close(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_id_rule),
@@ -195,6 +357,9 @@ int main(void) {
         cmocka_unit_test(test_unknown_fields_ignored),
         cmocka_unit_test(test_parse_refusals),
         cmocka_unit_test(test_node_states_roundtrip),
+        cmocka_unit_test(test_replicas_roundtrip),
+        cmocka_unit_test(test_old_format_reads_as_rf1),
+        cmocka_unit_test(test_replica_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

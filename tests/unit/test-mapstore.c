@@ -337,8 +337,9 @@ static void test_open_unknown_schema_refused(void **state) {
     assert_int_equal(open_fails(f, NULL), KEEL_ERANGE);
 }
 
-/* Turns a schema 2 store back into the schema 1 layout, byte for byte the
- * version 1 DDL: one `state` column per node, given per node id. */
+/* Turns a schema 3 store back into the schema 1 layout, byte for byte the
+ * version 1 DDL: one `state` column per node, given per node id, and no
+ * replication columns (schema 3) in partitions. */
 static void downgrade_to_v1(const char *path, const char *state_case) {
     char sql[2048];
     snprintf(sql, sizeof sql,
@@ -355,6 +356,10 @@ static void downgrade_to_v1(const char *path, const char *state_case) {
              "INSERT INTO nodes_v1 SELECT id, host, port, rack, capacity, %s,"
              " registered_at_ms, last_heartbeat_ms FROM nodes;"
              "DROP TABLE nodes; ALTER TABLE nodes_v1 RENAME TO nodes;"
+             "ALTER TABLE partitions DROP COLUMN replicas;"
+             "ALTER TABLE partitions DROP COLUMN isr;"
+             "ALTER TABLE partitions DROP COLUMN leader_epoch;"
+             "ALTER TABLE partitions DROP COLUMN partition_epoch;"
              "PRAGMA user_version = 1; COMMIT;",
              state_case);
     raw_sql(path, sql);
@@ -375,8 +380,8 @@ static int64_t raw_user_version(const char *path) {
 /* A schema 1 store (one node `state`) is migrated in place at open: UP,
  * SUSPECT and DOWN keep their liveness and become ACTIVE; DRAINING becomes
  * UP + DRAINING; REMOVED becomes DOWN + REMOVED. Everything else (owners,
- * epochs, moves, settings, version, term) is kept, and the file is schema 2
- * on disk afterwards. */
+ * epochs, moves, settings, version, term) is kept, and the file is schema 3
+ * (through 2) on disk afterwards. */
 static void test_open_migrates_v1_node_state(void **state) {
     fx *f = *state;
     create(f, 16);
@@ -399,7 +404,7 @@ static void test_open_migrates_v1_node_state(void **state) {
     reopen(f);
     mapstore_free(f->ms); /* the open handle holds the file's lock */
     f->ms = NULL;
-    assert_int_equal(raw_user_version(f->path), 2);
+    assert_int_equal(raw_user_version(f->path), 3);
     reopen(f);
     static const struct {
         mapstore_liveness l;
@@ -431,7 +436,7 @@ static void test_open_migrates_v1_node_state(void **state) {
     assert_int_equal(mapstore_term(f->ms), term);
     /* Foreign keys still bind the rebuilt table: an owner must exist. */
     assert_int_equal(mapstore_partition_set_owner(f->ms, 4, "nobody", NULL, NULL), KEEL_ENOTFOUND);
-    /* And it reopens as a plain schema 2 store. */
+    /* And it reopens as a plain schema 3 store. */
     reopen(f);
     mapstore_node g;
     assert_int_equal(mapstore_node_get(f->ms, "n-drain", &g), 0);
@@ -484,7 +489,7 @@ static void test_open_migrates_file_from_version_1(void **state) {
     assert_string_equal(st.value, "fixture");
     mapstore_free(f->ms);
     f->ms = NULL;
-    assert_int_equal(raw_user_version(f->path), 2);
+    assert_int_equal(raw_user_version(f->path), 3);
 }
 
 /* A store whose partitions table lost a row is refused as corrupt. */

@@ -31,7 +31,7 @@
 #define CI_SEEDS 20
 #endif
 
-#define MUTATION_SEEDS 20 /* a broken protocol must be caught within these */
+#define MUTATION_SEEDS 60 /* a broken protocol must be caught within these */
 
 static unsigned ci_seeds(void) {
     const char *e = getenv("MOVESIM_SEEDS");

@@ -128,11 +128,45 @@ static void partition_counts(void **st) {
     assert_int_equal(keel_slot_partition(16, 1024), 1);
 }
 
+/* A map with replicas: n2 follows partitions 0-7 (in the ISR) and lags on
+ * 8 (not in it). The table keeps those roles, but a follower does not
+ * serve yet (issue 11 step 3): its slots still go MOVED to the leader. */
+static void follower_roles_kept_not_served(void **st) {
+    const char *txt =
+        "{\"version\":5,\"partitions\":16,\"nodes\":[{\"id\":\"n1\",\"addr\":\"h:1\"},"
+        "{\"id\":\"n2\",\"addr\":\"h:2\"}],\"owners\":["
+        "{\"first\":0,\"last\":7,\"node\":\"n1\",\"epoch\":3,\"replicas\":[\"n1\",\"n2\"],"
+        "\"isr\":[\"n1\",\"n2\"],\"leader_epoch\":2,\"partition_epoch\":6},"
+        "{\"first\":8,\"node\":\"n1\",\"epoch\":3,\"replicas\":[\"n1\",\"n2\"],"
+        "\"isr\":[\"n1\"]},{\"first\":9,\"last\":15,\"node\":\"n2\"}]}";
+    keel_map m;
+    char err[200];
+    assert_int_equal(keel_map_parse_json(txt, &m, err, sizeof err), 0);
+    ptable *t = ptable_new(16, "n2");
+    assert_int_equal(ptable_apply_map(t, &m), 0);
+    assert_int_equal(ptable_role(t, 0), MAP_ROLE_FOLLOWER);
+    assert_int_equal(ptable_role(t, 8), MAP_ROLE_LAGGING);
+    assert_int_equal(ptable_role(t, 9), MAP_ROLE_LEADER);
+    assert_int_equal(ptable_role(t, 99), MAP_ROLE_NONE);
+    map_rep r;
+    keel_map_get_rep(ptable_map(t), 3, &r);
+    assert_int_equal(r.leader_epoch, 2);
+    assert_int_equal(r.partition_epoch, 6);
+    route rt;
+    ptable_route(t, 0, &rt);
+    assert_int_equal(rt.kind, ROUTE_MOVED);
+    assert_string_equal(rt.owner->id, "n1");
+    assert_int_equal(ptable_state(t, 0), PART_ABSENT);
+    ptable_route(t, 9 * 1024, &rt);
+    assert_int_equal(rt.kind, ROUTE_SERVE);
+    ptable_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(map_parse_ok),     cmocka_unit_test(map_parse_bad),
         cmocka_unit_test(route_by_map),     cmocka_unit_test(apply_versions),
-        cmocka_unit_test(partition_counts),
+        cmocka_unit_test(partition_counts), cmocka_unit_test(follower_roles_kept_not_served),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

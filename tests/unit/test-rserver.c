@@ -1,5 +1,6 @@
-/* test-rserver.c - rserver's held requests: a dispatch that returns
- * RSERVER_HOLD pauses its connection until rserver_resume.
+/* test-rserver.c - rserver's held requests (a dispatch that returns
+ * RSERVER_HOLD pauses its connection until rserver_resume) and sealed turns
+ * (a turn's replies wait for rserver_release).
  *
  * Each case starts a real rserver on a loopback port of a private uv loop
  * and talks to it through plain blocking sockets, read without blocking
@@ -45,6 +46,9 @@ typedef struct fixture {
     int closes;       /* on_close calls */
     int held_closes;  /* on_close calls for a client that was held */
     client *released; /* RELEASE's target, reported back to the test */
+    int sealing;      /* seal_turn seals every turn while set */
+    uint64_t token;   /* the last seal token handed out */
+    int seals;        /* seal_turn calls that sealed */
 } fixture;
 
 static fixture f;
@@ -89,7 +93,17 @@ static void t_on_close(void *arg, client *c) {
     if (fx->held == c) fx->held = NULL;
 }
 
-static const rserver_ops t_ops = {.dispatch = t_dispatch, .on_close = t_on_close};
+/* Seals every turn while f.sealing, as a replicating node's turn waits for
+ * its followers. */
+static uint64_t t_seal_turn(void *arg) {
+    fixture *fx = arg;
+    if (!fx->sealing) return 0;
+    fx->seals++;
+    return ++fx->token;
+}
+
+static const rserver_ops t_ops = {
+    .dispatch = t_dispatch, .on_close = t_on_close, .seal_turn = t_seal_turn};
 
 static int setup(void **state) {
     (void)state;
@@ -442,6 +456,120 @@ static void test_stop_with_held_client(void **state) {
     close(fd);
 }
 
+/* ---- Sealed turns --------------------------------------------------------- */
+
+/* A sealed turn's reply waits for its release, then leaves. */
+static void test_sealed_reply_waits_for_release(void **state) {
+    (void)state;
+    int fd = connect_client();
+    f.sealing = 1;
+    send_str(fd, "SET a\r\n");
+    expect_silence(fd);
+    assert_int_equal(f.seals, 1);
+    size_t bytes, clients;
+    rserver_sealed_stats(f.rs, &bytes, &clients);
+    assert_int_equal(bytes, strlen("+OK a\r\n"));
+    assert_int_equal(clients, 1);
+    f.sealing = 0;
+    rserver_release(f.rs, f.token - 1); /* an older token releases nothing */
+    expect_silence(fd);
+    rserver_release(f.rs, f.token);
+    expect_reply(fd, "+OK a\r\n");
+    rserver_sealed_stats(f.rs, &bytes, &clients);
+    assert_int_equal(bytes, 0);
+    assert_int_equal(clients, 0);
+    close(fd);
+}
+
+/* Turns release in order; a later unsealed turn's reply waits behind the
+ * client's last seal and leaves with it. */
+static void test_sealed_turns_release_in_order(void **state) {
+    (void)state;
+    int fd = connect_client();
+    f.sealing = 1;
+    send_str(fd, "SET A\r\n");
+    pump(10);
+    uint64_t t1 = f.token;
+    send_str(fd, "SET B\r\n");
+    pump(10);
+    uint64_t t2 = f.token;
+    assert_true(t2 > t1);
+    f.sealing = 0;
+    send_str(fd, "SET C\r\n");
+    expect_silence(fd);
+    rserver_release(f.rs, t1);
+    expect_reply(fd, "+OK A\r\n");
+    rserver_release(f.rs, t2);
+    expect_reply(fd, "+OK B\r\n+OK C\r\n");
+    send_str(fd, "SET D\r\n"); /* nothing sealed any more: at once */
+    expect_reply(fd, "+OK D\r\n");
+    close(fd);
+}
+
+/* A client with nothing sealed is not delayed by another's sealed reply,
+ * and output made after a release but before its turn end stays behind the
+ * released bytes. */
+static void test_unsealed_client_not_delayed(void **state) {
+    (void)state;
+    int a = connect_client();
+    int b = connect_client();
+    f.sealing = 1;
+    send_str(a, "SET a1\r\n");
+    expect_silence(a);
+    f.sealing = 0;
+    send_str(b, "SET b1\r\n");
+    expect_reply(b, "+OK b1\r\n");
+    expect_silence(a);
+    send_str(a, "SET a2\r\n");
+    expect_silence(a); /* behind a1's seal */
+    rserver_release(f.rs, f.token);
+    expect_reply(a, "+OK a1\r\n+OK a2\r\n");
+    close(a);
+    close(b);
+}
+
+/* QUIT behind a sealed reply closes only after that reply has left. */
+static void test_quit_behind_seal_closes_after_release(void **state) {
+    (void)state;
+    int fd = connect_client();
+    f.sealing = 1;
+    send_str(fd, "SET q\r\nQUIT\r\n");
+    expect_silence(fd);
+    assert_int_equal(f.closes, 0);
+    f.sealing = 0;
+    rserver_release(f.rs, f.token);
+    expect_reply(fd, "+OK q\r\n+OK \r\n");
+    char buf[64];
+    size_t len = 0;
+    assert_int_equal(recv_some(fd, buf, sizeof buf, &len), -1); /* EOF */
+    assert_int_equal(f.closes, 1);
+    close(fd);
+}
+
+/* drop_sealed closes the clients holding sealed replies, unanswered, and
+ * leaves the others alone. */
+static void test_drop_sealed_closes_unanswered(void **state) {
+    (void)state;
+    int a = connect_client();
+    int b = connect_client();
+    f.sealing = 1;
+    send_str(a, "SET lost\r\n");
+    expect_silence(a);
+    f.sealing = 0;
+    assert_int_equal(rserver_drop_sealed(f.rs), 1);
+    pump(10);
+    char buf[64];
+    size_t len = 0;
+    assert_int_equal(recv_some(a, buf, sizeof buf, &len), -1); /* EOF, no reply */
+    assert_int_equal(len, 0);
+    assert_int_equal(f.closes, 1);
+    rserver_release(f.rs, f.token); /* nothing left to release: harmless */
+    send_str(b, "SET kept\r\n");
+    expect_reply(b, "+OK kept\r\n");
+    close(a);
+    close(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hold_pipelined_then_resume_in_order, setup, teardown),
@@ -458,6 +586,12 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_quit_behind_hold_closes_after_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_with_held_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oom_mid_reply_closes_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sealed_reply_waits_for_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sealed_turns_release_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsealed_client_not_delayed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quit_behind_seal_closes_after_release, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_drop_sealed_closes_unanswered, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

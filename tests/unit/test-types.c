@@ -21,78 +21,25 @@
 #include "node/cmd.h"
 #include "node/server.h"
 
-typedef struct fixture {
-    char dir[64];
-    server srv;
-    client c;
-    char reply[1 << 16];
-} fixture;
+#include "cmd_fixture.h"
 
-static void open_store(fixture *f) {
-    store_opts o;
-    store_opts_default(&o);
-    o.fsync = STORE_FSYNC_NO;
-    char err[256];
-    int rc = store_open(f->dir, &o, &f->srv.st, err, sizeof err);
-    if (rc) fprintf(stderr, "store_open: %s\n", err);
-    assert_int_equal(rc, 0);
-}
+typedef cmdfix fixture;
 
 static int setup(void **state) {
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/keel-test-types-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    node_config_default(&f->srv.cfg);
-    open_store(f);
-    f->srv.pt = ptable_new(16, "self");
-    f->srv.mx = metrics_new(16);
-    keel_map m;
-    assert_int_equal(keel_map_init(&m, 16), 0);
-    keel_map_add_node(&m, "self", "127.0.0.1", 7000);
-    for (unsigned p = 0; p < 16; p++)
-        m.owner[p] = 0;
-    m.version = 1;
-    assert_int_equal(ptable_apply_map(f->srv.pt, &m), 0);
-    f->c.proto = 2;
-    f->c.authed = 1;
-    kbuf_init(&f->c.out);
+    cmdfix *f = cmdfix_new("types", 0);
+    f->sync_each = 1;
     *state = f;
     return 0;
 }
 
 static int teardown(void **state) {
-    fixture *f = *state;
-    server_cmd_state_free(&f->srv);
-    store_free(f->srv.st);
-    ptable_free(f->srv.pt);
-    metrics_free(f->srv.mx);
-    kbuf_close(&f->c.out);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(f);
+    cmdfix_free(*state);
     return 0;
 }
 
-/* Runs one command given as a space-separated line; returns the reply. The
- * turn is synced after each command, as the server does. */
 static const char *run(fixture *f, const char *line) {
-    char *argv[256], buf[4096];
-    size_t lens[256];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *tok = strtok(buf, " "); tok && argc < 256; tok = strtok(NULL, " ")) {
-        argv[argc] = tok;
-        lens[argc++] = strlen(tok);
-    }
-    f->c.out.len = 0;
-    cmd_dispatch(&f->srv, &f->c, argc, argv, lens);
-    assert_int_equal(store_sync(f->srv.st, NULL), 0);
-    snprintf(f->reply, sizeof f->reply, "%.*s", (int)f->c.out.len, f->c.out.p ? f->c.out.p : "");
-    return f->reply;
+    return cmdfix_run(f, line);
 }
-
-#define EXPECT(f, line, want) assert_string_equal(run(f, line), want)
 static const char *WT = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 
 static void hash_basic(void **state) {
@@ -361,7 +308,7 @@ static void expired_and_restart(void **state) {
     EXPECT(f, "SADD s x y z", ":3\r\n");
     EXPECT(f, "DBSIZE", ":2\r\n");
     store_free(f->srv.st);
-    open_store(f);
+    cmdfix_open_store(f);
     EXPECT(f, "DBSIZE", ":2\r\n");
     EXPECT(f, "HGET h b", "$1\r\n2\r\n");
     assert_int_equal(records(f, NULL), 7);
@@ -397,7 +344,7 @@ static void format_upgrade(void **state) {
     rocksdb_column_family_handle_destroy(h[0]);
     rocksdb_column_family_handle_destroy(h[1]);
     rocksdb_close(db);
-    open_store(f);
+    cmdfix_open_store(f);
     EXPECT(f, "GET old", "$2\r\nv1\r\n");
     EXPECT(f, "DBSIZE", ":1\r\n");
     store_free(f->srv.st);

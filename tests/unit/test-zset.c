@@ -22,78 +22,21 @@
 #include "node/cmd.h"
 #include "node/server.h"
 
-typedef struct fixture {
-    char dir[64];
-    server srv;
-    client c;
-    char reply[1 << 16];
-} fixture;
+#include "cmd_fixture.h"
 
-static void open_store(fixture *f) {
-    store_opts o;
-    store_opts_default(&o);
-    o.fsync = STORE_FSYNC_NO;
-    char err[256];
-    int rc = store_open(f->dir, &o, &f->srv.st, err, sizeof err);
-    if (rc) fprintf(stderr, "store_open: %s\n", err);
-    assert_int_equal(rc, 0);
-}
+typedef cmdfix fixture;
 
 static int setup(void **state) {
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/keel-test-zset-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    node_config_default(&f->srv.cfg);
-    open_store(f);
-    f->srv.pt = ptable_new(16, "self");
-    f->srv.mx = metrics_new(16);
-    keel_map m;
-    assert_int_equal(keel_map_init(&m, 16), 0);
-    keel_map_add_node(&m, "self", "127.0.0.1", 7000);
-    for (unsigned p = 0; p < 16; p++)
-        m.owner[p] = 0;
-    m.version = 1;
-    assert_int_equal(ptable_apply_map(f->srv.pt, &m), 0);
-    f->c.proto = 2;
-    f->c.authed = 1;
-    kbuf_init(&f->c.out);
+    cmdfix *f = cmdfix_new("zset", 0);
+    f->sync_each = 1;
     *state = f;
     return 0;
 }
 
 static int teardown(void **state) {
-    fixture *f = *state;
-    server_cmd_state_free(&f->srv);
-    store_free(f->srv.st);
-    ptable_free(f->srv.pt);
-    metrics_free(f->srv.mx);
-    kbuf_close(&f->c.out);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(f);
+    cmdfix_free(*state);
     return 0;
 }
-
-/* Runs one command given as a space-separated line; returns the reply. The
- * turn is synced after each command, as the server does. */
-static const char *run(fixture *f, const char *line) {
-    char *argv[256], buf[4096];
-    size_t lens[256];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *tok = strtok(buf, " "); tok && argc < 256; tok = strtok(NULL, " ")) {
-        argv[argc] = tok;
-        lens[argc++] = strlen(tok);
-    }
-    f->c.out.len = 0;
-    cmd_dispatch(&f->srv, &f->c, argc, argv, lens);
-    assert_int_equal(store_sync(f->srv.st, NULL), 0);
-    snprintf(f->reply, sizeof f->reply, "%.*s", (int)f->c.out.len, f->c.out.p ? f->c.out.p : "");
-    return f->reply;
-}
-
-#define EXPECT(f, line, want) assert_string_equal(run(f, line), want)
 static const char *WT = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 
 static int collect(void *arg, const char *rk, size_t rkl, const store_value *v) {
@@ -253,7 +196,7 @@ static void format2_upgrade(void **state) {
     rocksdb_close(db);
     rocksdb_writeoptions_destroy(wo);
     rocksdb_options_destroy(o);
-    open_store(f);
+    cmdfix_open_store(f);
     assert_int_equal(records(f), 7); /* metadata, 3 members, 3 index records */
     EXPECT(f, "ZRANGE old 0 -1", "*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\na\r\n");
     EXPECT(f, "ZRANK old a", ":2\r\n");
@@ -277,7 +220,7 @@ static void format2_upgrade(void **state) {
     rocksdb_column_family_handle_destroy(h[1]);
     rocksdb_close(db);
     rocksdb_options_destroy(o);
-    open_store(f); /* format 3 now: opens as is */
+    cmdfix_open_store(f); /* format 3 now: opens as is */
     assert_int_equal(records(f), 5);
     EXPECT(f, "ZRANGE old 0 -1 WITHSCORES", "*4\r\n$1\r\nb\r\n$2\r\n-1\r\n$1\r\nc\r\n$1\r\n2\r\n");
 }
