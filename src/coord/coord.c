@@ -384,11 +384,11 @@ int coord_quarantined(coord *co, const char *id) {
     return 0;
 }
 
-int coord_quarantine_set(coord *co, const char *id, int on) {
+int coord_quarantine_write(coord *co, const char *id, int on, mapstore_write *w) {
     mapstore_setting st;
     char list[MAPSTORE_SETTING_VALUE_MAX + 1] = "";
-    if (mapstore_setting_get(co->ms, "quarantined", &st) == 0)
-        snprintf(list, sizeof list, "%s", st.value);
+    int have = mapstore_setting_get(co->ms, "quarantined", &st) == 0;
+    if (have) snprintf(list, sizeof list, "%s", st.value);
     char out[MAPSTORE_SETTING_VALUE_MAX + 1] = "";
     size_t len = 0;
     for (char *save = NULL, *tok = strtok_r(list, " ", &save); tok;
@@ -400,10 +400,24 @@ int coord_quarantine_set(coord *co, const char *id, int on) {
         snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "", id);
     }
     if (!out[0]) {
-        int rc = mapstore_setting_unset(co->ms, "quarantined");
-        return rc == KEEL_ENOTFOUND ? 0 : rc;
+        if (!have) return 1;
+        mapstore_w_setting_unset(w, "quarantined");
+        return 0;
     }
-    return mapstore_setting_set(co->ms, "quarantined", out, keel_wall_ms());
+    mapstore_w_setting_set(w, "quarantined", out, keel_wall_ms());
+    return 0;
+}
+
+static void quarantined_done(void *arg, const mapstore_result *r) {
+    char *id = arg;
+    if (r->rc == 0)
+        keel_log(KEEL_LOG_WARN, "node_quarantined",
+                 "node=%s failures_in_last_hour=4 action=\"no data moves to it until keel "
+                 "unquarantine\"",
+                 id);
+    else
+        keel_log(KEEL_LOG_ERROR, "node_quarantine_failed", "node=%s error=\"%s\"", id, r->errmsg);
+    free(id);
 }
 
 int64_t coord_now(coord *co) {
@@ -429,29 +443,64 @@ static void count_failure(coord *co, const char *id, int64_t now) {
     m->failures_ms[3] = now;
     if (m->failures_ms[0] && now - m->failures_ms[0] <= 3600 * 1000 &&
         coord_setting_ll(co, "quarantine") && !coord_quarantined(co, id)) {
-        if (coord_quarantine_set(co, id, 1) == 0)
-            keel_log(KEEL_LOG_WARN, "node_quarantined",
-                     "node=%s failures_in_last_hour=4 action=\"no data moves to it until keel "
-                     "unquarantine\"",
-                     id);
+        mapstore_write w;
+        char *arg = strdup(id);
+        if (arg && coord_quarantine_write(co, id, 1, &w) == 0 &&
+            mapstore_submit(co->ms, &w, quarantined_done, arg) == 0)
+            return;
+        free(arg);
     }
 }
 
+typedef struct liveness_arg {
+    coord *co;
+    mapstore_node n; /* as the detector judged it */
+    mapstore_liveness to;
+    char why[32];
+} liveness_arg;
+
+static void liveness_done(void *arg, const mapstore_result *r) {
+    liveness_arg *a = arg;
+    coord *co = a->co;
+    member *m = coord_member(co, a->n.id, 0);
+    if (m) m->liveness_pending = 0;
+    if (r->rc) {
+        keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s error=\"%s\"", a->n.id, r->errmsg);
+    } else {
+        if (a->to == MAPSTORE_NODE_SUSPECT) co->detector.suspect_total++;
+        if (a->to == MAPSTORE_NODE_DOWN) co->detector.down_total++;
+        keel_log(KEEL_LOG_WARN, "node_state",
+                 "node=%s from=%s to=%s membership=%s reason=%s version=%llu", a->n.id,
+                 mapstore_liveness_name(a->n.liveness), mapstore_liveness_name(a->to),
+                 mapstore_membership_name(a->n.membership), a->why,
+                 (unsigned long long)mapstore_version(co->ms));
+    }
+    free(a);
+}
+
+/* Submits the change; the detector judges from memory, which shows it once
+ * it is durable, and a node with a change in flight is not judged again. */
 static void set_liveness(coord *co, const mapstore_node *n, mapstore_liveness to, const char *why,
                          int64_t now) {
     if (n->liveness == to) return;
+    member *m = coord_member(co, n->id, 1);
+    if (m && m->liveness_pending) return;
     if (n->liveness == MAPSTORE_NODE_UP) count_failure(co, n->id, now);
-    if (mapstore_node_set_liveness(co->ms, n->id, to)) {
+    liveness_arg *a = calloc(1, sizeof *a);
+    if (!a) return;
+    a->co = co;
+    a->n = *n;
+    a->to = to;
+    snprintf(a->why, sizeof a->why, "%s", why);
+    mapstore_write w;
+    mapstore_w_node_set_liveness(&w, n->id, to);
+    if (mapstore_submit(co->ms, &w, liveness_done, a)) {
         keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s error=\"%s\"", n->id,
                  mapstore_errmsg(co->ms));
+        free(a);
         return;
     }
-    if (to == MAPSTORE_NODE_SUSPECT) co->detector.suspect_total++;
-    if (to == MAPSTORE_NODE_DOWN) co->detector.down_total++;
-    keel_log(
-        KEEL_LOG_WARN, "node_state", "node=%s from=%s to=%s membership=%s reason=%s version=%llu",
-        n->id, mapstore_liveness_name(n->liveness), mapstore_liveness_name(to),
-        mapstore_membership_name(n->membership), why, (unsigned long long)mapstore_version(co->ms));
+    if ((m = coord_member(co, n->id, 0))) m->liveness_pending = 1;
 }
 
 /* The detector's judgement (detector.h) applied to the map store. */
@@ -523,6 +572,12 @@ static void report_pause(coord *co, int64_t now) {
 static void on_clock_timer(uv_timer_t *t) {
     coord *co = t->data;
     coord_now(co);
+    uint64_t us = keel_mono_us();
+    if (co->loop_last_us) {
+        double late = (double)(us - co->loop_last_us) / 1000.0 - COORD_CLOCK_TICK_MS;
+        if (late > co->loop_max_stall_ms) co->loop_max_stall_ms = late;
+    }
+    co->loop_last_us = us;
     if (co->clock.stalls != co->detector.stalls_logged) {
         keel_log(KEEL_LOG_WARN, "coord_stalled",
                  "stalled_ms=%lld stalls=%llu action=\"every node gets a full suspect period from "
@@ -612,10 +667,26 @@ int coord_build_model(coord *co, int64_t now, plan_model *m) {
     return rc;
 }
 
+typedef struct place_arg {
+    coord *co;
+    size_t placed, left;
+} place_arg;
+
+static void placed_done(void *arg, const mapstore_result *r) {
+    place_arg *a = arg;
+    a->co->placing = 0;
+    if (r->rc)
+        keel_log(KEEL_LOG_ERROR, "placement_failed", "error=\"%s\"", r->errmsg);
+    else
+        keel_log(KEEL_LOG_INFO, "placement", "partitions=%zu left=%zu version=%llu", a->placed,
+                 a->left, (unsigned long long)r->version);
+    free(a);
+}
+
 /* Bootstrap: every unowned partition goes where the planner's placement
  * puts it (least utilised eligible node), in one map store transaction. */
 void coord_maybe_place(coord *co, int64_t now) {
-    if (!co->first_register_ms ||
+    if (co->placing || !co->first_register_ms ||
         now - co->first_register_ms < coord_setting_ll(co, "bootstrap_wait_ms"))
         return;
     mapstore_partition *parts = NULL;
@@ -640,12 +711,17 @@ void coord_maybe_place(coord *co, int64_t now) {
     for (size_t i = 0; i < np && i < model.nparts; i++)
         if (!parts[i].owner[0] && model.parts[i].nreplicas)
             pl[m++] = (mapstore_placement){parts[i].id, model.nodes[model.parts[i].replicas[0]].id};
-    uint64_t version;
-    if (mapstore_partition_place(co->ms, pl, m, &version))
-        keel_log(KEEL_LOG_ERROR, "placement_failed", "error=\"%s\"", mapstore_errmsg(co->ms));
-    else
-        keel_log(KEEL_LOG_INFO, "placement", "partitions=%zu left=%zu version=%llu", m, unowned - m,
-                 (unsigned long long)version);
+    mapstore_write w;
+    mapstore_w_partition_place(&w, pl, m);
+    place_arg *a = malloc(sizeof *a);
+    if (a) *a = (place_arg){co, m, unowned - m};
+    if (a && mapstore_submit(co->ms, &w, placed_done, a) == 0) {
+        co->placing = 1; /* no second placement until this one completes */
+    } else {
+        keel_log(KEEL_LOG_ERROR, "placement_failed", "error=\"%s\"",
+                 a ? mapstore_errmsg(co->ms) : "out of memory");
+        free(a);
+    }
 done:
     plan_model_close(&model);
     free(pl);
@@ -728,6 +804,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     coord_dash_stop(co);
     http_stop(co->http);
     co->http = NULL;
+    mapstore_async_stop(co->ms); /* waits for the write under way, drops the queued */
     uv_close((uv_handle_t *)&co->member_timer, NULL);
     uv_close((uv_handle_t *)&co->clock_timer, NULL);
     uv_close((uv_handle_t *)&co->sigint, NULL);
@@ -826,6 +903,13 @@ int coord_run(const coord_config *cfg) {
                          .auth_required = cfg->requirepass[0] != 0};
     resp_limits_default(&rc.limits);
     rc.limits.max_bulk = 64u << 20;
+    /* From here on no map-store write waits on the loop (mapstore.h,
+     * "Asynchronous writes"): writes run on the store's worker thread. */
+    if (mapstore_async_start(co->ms, co->loop)) {
+        snprintf(err, sizeof err, "cannot start the map store's worker: %s",
+                 mapstore_errmsg(co->ms));
+        goto fail;
+    }
     if (rserver_start(co->loop, &rc, &coord_ops, co, &co->rs, err, sizeof err)) goto fail;
     if (coord_dash_start(co)) {
         snprintf(err, sizeof err, "out of memory");
@@ -871,6 +955,7 @@ fail:
     keel_log(KEEL_LOG_ERROR, "startup_failed", "reason=\"%s\"", err);
     rserver_stop(co->rs);
     coord_dash_stop(co);
+    mapstore_async_stop(co->ms);
     uv_run(co->loop, UV_RUN_NOWAIT);
 done:
     coord_elect_stop(elect); /* a leader resigns: a standby takes over at once */
@@ -878,6 +963,10 @@ done:
     coord_moves_stop(co);
     coord_dash_free(co);
     free(co->mv);
+    if (co->ms && mapstore_is_async(co->ms)) {
+        mapstore_async_stop(co->ms);
+        uv_run(co->loop, UV_RUN_NOWAIT); /* its uv_async_t's close */
+    }
     mapstore_free(co->ms);
     peerauth_secret_wipe(&co->secret);
     coordkey_free(co->key);

@@ -8,6 +8,7 @@
  * the handshake, never a field of a later command. A heartbeat reply carries
  * the map as a directive (term, sequence) whenever the node's map is older.
  */
+#include "coord/coord_defer.h"
 #include "coord/coord_elect.h"
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
@@ -40,6 +41,7 @@ static peer_conn *pconn(cctx *x) {
 }
 
 void coord_conn_closed(void *arg, client *c) {
+    coord_defer_closed(arg, c);
     peerserve_close(c->user, c);
     free(c->user);
     c->user = NULL;
@@ -254,6 +256,8 @@ static cJSON *status_json(coord *co, int64_t now) {
         cJSON_AddNumberToObject(det, "held_for_s",
                                 (double)(coord_now(co) - co->detector.held_since) / 1000.0);
     cJSON_AddNumberToObject(det, "coordinator_stalls", (double)co->clock.stalls);
+    cJSON_AddNumberToObject(det, "loop_max_stall_ms", co->loop_max_stall_ms);
+    cJSON_AddNumberToObject(det, "mapstore_pending", (double)mapstore_pending(co->ms));
     cJSON_AddNumberToObject(det, "coordinator_stalled_s", (double)co->clock.credited / 1000.0);
     mapstore_setting ps;
     if (mapstore_setting_get(co->ms, "paused", &ps) == 0) {
@@ -496,6 +500,31 @@ static void c_keel_move_report(cctx *x, const char *id) {
     resp_w_simple(&x->c->out, "OK");
 }
 
+/* A registration is durable: the node is told OK (and counted live) only
+ * from its write's completion. */
+typedef struct reg_arg {
+    mapstore_node n;
+    int exists;
+} reg_arg;
+
+static void reg_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
+    reg_arg *a = arg;
+    (void)proto;
+    if (r->rc) {
+        resp_w_errorf(out, "ERR %s", r->errmsg);
+        return;
+    }
+    member *m = coord_member(co, a->n.id, 1);
+    int64_t now = coord_now(co);
+    if (m) m->last_hb_ms = now;
+    if (!co->first_register_ms) co->first_register_ms = now;
+    keel_log(KEEL_LOG_INFO, "node_registered", "node=%s addr=%s:%d rack=%s capacity=%g new=%d",
+             a->n.id, a->n.host, a->n.port, a->n.rack[0] ? a->n.rack : "-", a->n.capacity,
+             !a->exists);
+    coord_moves_node_registered(co, a->n.id);
+    resp_w_simple(out, "OK");
+}
+
 /* KEEL.REGISTER <host> <port> <rack> <capacity> */
 static void c_keel_register(cctx *x, const char *id) {
     coord *co = x->co;
@@ -544,18 +573,20 @@ static void c_keel_register(cctx *x, const char *id) {
     n.capacity = cap;
     n.liveness = MAPSTORE_NODE_UP; /* it just proved it is alive */
     n.membership = exists ? old.membership : MAPSTORE_MEMBER_ACTIVE; /* intent survives restarts */
-    if (mapstore_node_upsert(co->ms, &n, x->now)) {
+    reg_arg *a = calloc(1, sizeof *a);
+    if (!a) {
+        err(x, "ERR out of memory");
+        return;
+    }
+    a->n = n;
+    a->exists = exists;
+    mapstore_write w;
+    mapstore_w_node_upsert(&w, &n, x->now);
+    if (coord_defer_write(x, &w, reg_done, a)) {
         char msg[MAPSTORE_ERR_MAX + 32];
         snprintf(msg, sizeof msg, "ERR %s", mapstore_errmsg(co->ms));
         err(x, msg);
-        return;
     }
-    m->last_hb_ms = now;
-    if (!co->first_register_ms) co->first_register_ms = now;
-    keel_log(KEEL_LOG_INFO, "node_registered", "node=%s addr=%s:%llu rack=%s capacity=%g new=%d",
-             id, n.host, (unsigned long long)port, n.rack[0] ? n.rack : "-", cap, !exists);
-    coord_moves_node_registered(co, id);
-    resp_w_simple(&x->c->out, "OK");
 }
 
 /* A JSON number as a count: 0 unless a finite number in [0, 2^64). The
@@ -598,6 +629,25 @@ static void take_metrics(coord *co, member *m, const char *json) {
     cJSON_Delete(r);
 }
 
+typedef struct hb_arg {
+    coord *co;
+    mapstore_node n; /* as it was when the heartbeat came */
+} hb_arg;
+
+static void hb_up_done(void *arg, const mapstore_result *r) {
+    hb_arg *a = arg;
+    member *m = coord_member(a->co, a->n.id, 0);
+    if (m) m->liveness_pending = 0;
+    if (r->rc == 0)
+        keel_log(KEEL_LOG_INFO, "node_state",
+                 "node=%s from=%s to=UP membership=%s reason=heartbeat", a->n.id,
+                 mapstore_liveness_name(a->n.liveness), mapstore_membership_name(a->n.membership));
+    else
+        keel_log(KEEL_LOG_ERROR, "node_state_failed", "node=%s to=UP error=\"%s\"", a->n.id,
+                 r->errmsg);
+    free(a);
+}
+
 /* KEEL.HEARTBEAT <map_version> <metrics-json>
  * -> [term, seq, version, map-json | nil]; seq > 0 marks a map directive. */
 static void c_keel_heartbeat(cctx *x, const char *id) {
@@ -619,11 +669,16 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
     }
     m->last_hb_ms = coord_now(co);
     take_metrics(co, m, x->argv[2]);
-    if (n.liveness != MAPSTORE_NODE_UP && n.membership != MAPSTORE_MEMBER_REMOVED) {
-        if (mapstore_node_set_liveness(co->ms, id, MAPSTORE_NODE_UP) == 0)
-            keel_log(KEEL_LOG_INFO, "node_state",
-                     "node=%s from=%s to=UP membership=%s reason=heartbeat", id,
-                     mapstore_liveness_name(n.liveness), mapstore_membership_name(n.membership));
+    if (n.liveness != MAPSTORE_NODE_UP && n.membership != MAPSTORE_MEMBER_REMOVED &&
+        !m->liveness_pending) { /* the reply does not wait for it */
+        hb_arg *a = malloc(sizeof *a);
+        mapstore_write w;
+        mapstore_w_node_set_liveness(&w, id, MAPSTORE_NODE_UP);
+        if (a) *a = (hb_arg){co, n};
+        if (a && mapstore_submit(co->ms, &w, hb_up_done, a) == 0)
+            m->liveness_pending = 1;
+        else
+            free(a);
     }
     uint64_t v = mapstore_version(co->ms);
     const kbuf *map = have < v ? coord_map_json(co) : NULL;
@@ -637,18 +692,41 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
         resp_w_null(&x->c->out, x->c->proto);
 }
 
+typedef struct leave_arg {
+    mapstore_node n;
+} leave_arg;
+
+static void leave_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
+    leave_arg *a = arg;
+    (void)proto;
+    if (r->rc) {
+        keel_log(KEEL_LOG_ERROR, "node_state_persist_failed", "node=%s to=DOWN error=\"%s\"",
+                 a->n.id, r->errmsg);
+        resp_w_error(out, "ERR map store write failed");
+        return;
+    }
+    keel_log(KEEL_LOG_INFO, "node_state",
+             "node=%s from=%s to=DOWN membership=%s reason=graceful-stop", a->n.id,
+             mapstore_liveness_name(a->n.liveness), mapstore_membership_name(a->n.membership));
+    member *m = coord_member(co, a->n.id, 0);
+    if (m) m->last_hb_ms = 0;
+    resp_w_simple(out, "OK");
+}
+
+/* KEEL.LEAVE: DOWN, durably, before the node hears OK. */
 static void c_keel_leave(cctx *x, const char *id) {
     mapstore_node n;
     if (mapstore_node_get(x->co->ms, id, &n) == 0 && n.liveness != MAPSTORE_NODE_DOWN) {
-        if (mapstore_node_set_liveness(x->co->ms, id, MAPSTORE_NODE_DOWN)) {
+        leave_arg *a = malloc(sizeof *a);
+        mapstore_write w;
+        mapstore_w_node_set_liveness(&w, id, MAPSTORE_NODE_DOWN);
+        if (a) a->n = n;
+        if (!a || coord_defer_write(x, &w, leave_done, a)) {
             keel_log(KEEL_LOG_ERROR, "node_state_persist_failed", "node=%s to=DOWN error=\"%s\"",
-                     id, mapstore_errmsg(x->co->ms));
+                     id, a ? mapstore_errmsg(x->co->ms) : "out of memory");
             err(x, "ERR map store write failed");
-            return;
         }
-        keel_log(KEEL_LOG_INFO, "node_state",
-                 "node=%s from=%s to=DOWN membership=%s reason=graceful-stop", id,
-                 mapstore_liveness_name(n.liveness), mapstore_membership_name(n.membership));
+        return;
     }
     member *m = coord_member(x->co, id, 0);
     if (m) m->last_hb_ms = 0;
@@ -693,7 +771,8 @@ static const ccmd table[] = {
 };
 
 int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
-    cctx x = {arg, c, argc, argv, argvlen, c->last_ms ? c->last_ms : keel_wall_ms()};
+    cctx x = {arg, c, argc, argv, argvlen, c->last_ms ? c->last_ms : keel_wall_ms(), 0};
+    if (coord_defer_take(arg, c)) return 0; /* a held request's reply is ready */
     const ccmd *d = NULL;
     for (size_t i = 0; i < sizeof table / sizeof *table && !d; i++)
         if (!strcasecmp(argv[0], table[i].name)) d = &table[i];
@@ -721,10 +800,10 @@ int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *ar
             return 0;
         }
         d->peer_fn(&x, p->peer_id);
-        return 0;
+        return x.hold ? RSERVER_HOLD : 0;
     }
     d->fn(&x);
-    return 0;
+    return x.hold ? RSERVER_HOLD : 0;
 }
 
 /* ---- /metrics ------------------------------------------------------------
@@ -802,11 +881,18 @@ static void coord_render_detector_metrics(coord *co, kbuf *b, const node_view *v
                 "# HELP keel_coord_stalled_seconds_total Time the coordinator was stalled (not "
                 "counted against nodes).\n"
                 "# TYPE keel_coord_stalled_seconds_total counter\n"
-                "keel_coord_stalled_seconds_total %.3f\n",
+                "keel_coord_stalled_seconds_total %.3f\n"
+                "# HELP keel_coord_loop_max_stall_seconds The event loop's longest stall since "
+                "start (lateness of its 100 ms clock timer).\n"
+                "# TYPE keel_coord_loop_max_stall_seconds gauge\n"
+                "keel_coord_loop_max_stall_seconds %.3f\n"
+                "# HELP keel_mapstore_pending Map-store writes submitted and not yet completed.\n"
+                "# TYPE keel_mapstore_pending gauge\nkeel_mapstore_pending %zu\n",
                 co->detector.held, (unsigned long long)co->detector.held_total,
                 (unsigned long long)co->detector.suspect_total,
                 (unsigned long long)co->detector.down_total, COORD_CLOCK_GAP_MS,
-                (unsigned long long)co->clock.stalls, (double)co->clock.credited / 1000.0);
+                (unsigned long long)co->clock.stalls, (double)co->clock.credited / 1000.0,
+                co->loop_max_stall_ms / 1000.0, mapstore_pending(co->ms));
     uint64_t reads, writes;
     mapstore_counters(co->ms, &reads, &writes);
     kbuf_printf(b,

@@ -26,6 +26,7 @@ typedef struct member {
     uint64_t disk_used, disk_capacity;
     double p50_ms, p99_ms;  /* foreground latency over the last heartbeat interval */
     int64_t failures_ms[4]; /* the last 4 times it went UP -> SUSPECT/DOWN (coord_now) */
+    int liveness_pending;   /* a liveness write for it is submitted, not yet completed */
 } member;
 
 /* Per-partition metrics from the owner's heartbeats. */
@@ -76,6 +77,12 @@ typedef struct coord {
     struct coord_rebalance_state *rebalance; /* the control loop (coord_rebalance.c) */
     struct coord_dash_state *dash;           /* the dashboard (coord_dash.c) */
     struct coord_history *history;           /* its charts' history (coord_history.h) */
+    struct coord_deferred *deferred; /* commands held for a map-store write (coord_defer.h) */
+    int placing;                     /* a bootstrap placement is submitted, not completed */
+    /* The loop's longest stall: the largest lateness of clock_timer (its
+     * interval between two runs minus COORD_CLOCK_TICK_MS), since start. */
+    uint64_t loop_last_us;
+    double loop_max_stall_ms;
     /* The map as JSON, rebuilt when the version changes. */
     kbuf map_json;
     uint64_t map_json_version;
@@ -121,6 +128,7 @@ typedef struct cctx {
     char **argv;
     const size_t *len;
     int64_t now;
+    int hold; /* the handler held the request (coord_defer.h): no reply yet */
 } cctx;
 
 void coord_reply_err(cctx *x, const char *msg);
@@ -148,7 +156,10 @@ member *coord_member(coord *co, const char *id, int create);
  * receives no data until an operator clears it. Kept in the setting
  * "quarantined" (space-separated ids) so it survives restarts. */
 int coord_quarantined(coord *co, const char *id);
-int coord_quarantine_set(coord *co, const char *id, int on);
+/* Builds the write that adds (on) or removes id: 0 and *w, 1 when there is
+ * nothing to write (removing an id from an empty list: the setting is
+ * absent), KEEL_ELIMIT when the list would not fit. */
+int coord_quarantine_write(coord *co, const char *id, int on, mapstore_write *w);
 /* The current map as JSON (cached per version). NULL on failure. */
 const kbuf *coord_map_json(coord *co);
 /* Places unowned partitions on UP nodes if the bootstrap wait is over. */

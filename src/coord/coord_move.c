@@ -62,6 +62,13 @@ typedef struct cmove {
     uint64_t f, digest_s, keys_s;
     int need_commit_s, need_commit_d, need_abort_s, need_abort_d, cleanup_sent;
     double pause_ms; /* fence sent -> destination serving; < 0 unknown */
+    int lag_known;   /* the last report measured lag_bytes */
+    /* Map-store writes (issue 12: submitted, never waited for). While any
+     * is in flight drive() sends nothing: the move goes on from the
+     * completion, which sees the durable outcome. */
+    int writes;     /* submitted for this move, not yet completed */
+    int aborting;   /* the ABORTED record is submitted */
+    int committing; /* mapstore_move_commit is submitted */
     struct cmove *next;
 } cmove;
 
@@ -85,6 +92,7 @@ struct coord_moves_state {
     long long max_all;       /* max_moves_cluster, or max(1, live nodes / 2) */
     long long active;        /* moves started and not yet committed or aborted */
     int64_t *last_commit_ms; /* [P] when each partition last changed owner */
+    struct mv_wait *creating; /* moves whose record is submitted, not yet created */
 };
 
 typedef struct coord_moves_state cms;
@@ -156,42 +164,134 @@ static int refresh(cms *x, cmove *m) {
 
 static void drive(cms *x, cmove *m);
 
+/* ---- Map-store writes ---------------------------------------------------------
+ * Every write of a move is submitted (mapstore_submit) with a completion
+ * that runs on the loop: m->writes counts them, and drive() does nothing
+ * for a move with a write in flight, so no directive goes out that the
+ * write's outcome could contradict. The completion looks the move up again
+ * by id (it may be gone) and drives it once its last write is back. */
+
+typedef struct mv_wait mv_wait;
+typedef void (*mv_fn)(cms *x, cmove *m, const mapstore_result *r, mv_wait *w);
+typedef void (*mv_notify)(coord *co, int rc, uint64_t id, const char *err, void *arg);
+
+struct mv_wait {
+    cms *x;
+    uint64_t id; /* the move; 0 for a creation */
+    mv_fn fn;
+    int64_t now; /* wall clock of the record */
+    char reason[MAPSTORE_REASON_MAX + 1];
+    unsigned p;               /* creation: the partition */
+    char to[KEEL_ID_MAX + 1]; /* creation: the destination */
+    mv_notify notify;         /* the operator's command waiting, if any */
+    void *notify_arg;
+    struct mv_wait *next; /* x->creating */
+};
+
+static void on_mv_done(void *arg, const mapstore_result *r) {
+    mv_wait *w = arg;
+    cms *x = w->x;
+    if (!x->stopping) {
+        cmove *m = w->id ? find(x, w->id) : NULL;
+        if (m && m->writes) m->writes--;
+        w->fn(x, m, r, w);
+        m = w->id ? find(x, w->id) : NULL;
+        if (m && !m->writes && !x->stopping) drive(x, m);
+    } else {
+        for (mv_wait **pp = &x->creating; *pp; pp = &(*pp)->next)
+            if (*pp == w) {
+                *pp = w->next; /* a creation never completed: forget it */
+                break;
+            }
+    }
+    free(w);
+}
+
+/* Submits w for move m (NULL: a creation) with fn as its completion.
+ * Returns the wait record (the caller may fill it before the loop runs
+ * again), or NULL when the write was refused at once (logged). */
+static mv_wait *mv_submit(cms *x, cmove *m, const mapstore_write *mw, mv_fn fn) {
+    mv_wait *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->x = x;
+    w->id = m ? m->rec.id : 0;
+    w->fn = fn;
+    if (mapstore_submit(x->co->ms, mw, on_mv_done, w)) {
+        keel_log(KEEL_LOG_ERROR, "move_write_refused", "move=%llu error=\"%s\"",
+                 (unsigned long long)w->id, mapstore_errmsg(x->co->ms));
+        free(w);
+        return NULL;
+    }
+    if (m) m->writes++;
+    return w;
+}
+
+static void bytes_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w) {
+    (void)x;
+    if (r->rc)
+        keel_log(KEEL_LOG_WARN, "move_progress_persist_failed", "move=%llu error=\"%s\"",
+                 (unsigned long long)w->id, r->errmsg);
+    else if (m)
+        m->rec.bytes = (uint64_t)w->now; /* the bytes written, kept in now */
+}
+
 /* Progress bytes are persisted at phase changes only (copy done, fence,
  * commit, abort): a report every few hundred ms is memory, not an fsync.
  * A failure is logged: the figure is for people, the outcome does not
  * depend on it. */
 static void persist_bytes(cms *x, cmove *m) {
     if (m->bytes == m->rec.bytes) return;
-    if (mapstore_move_set_bytes(x->co->ms, m->rec.id, m->bytes))
-        keel_log(KEEL_LOG_WARN, "move_progress_persist_failed", "move=%llu error=\"%s\"",
-                 (unsigned long long)m->rec.id, mapstore_errmsg(x->co->ms));
-    else
-        m->rec.bytes = m->bytes;
+    mapstore_write w;
+    mapstore_w_move_set_bytes(&w, m->rec.id, m->bytes);
+    mv_wait *a = mv_submit(x, m, &w, bytes_done);
+    if (a) a->now = (int64_t)m->bytes;
 }
 
-/* Records the abort durably, then lets drive() tell the nodes. */
-static void abort_move(cms *x, cmove *m, const char *reason) {
-    int64_t now = keel_wall_ms();                        /* for the record */
-    if (m->rec.state >= MAPSTORE_MOVE_COMMITTED) return; /* only forward after the commit */
-    persist_bytes(x, m);
-    if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_ABORTED, now, reason)) {
+static void aborted_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w) {
+    if (m) m->aborting = 0;
+    if (w->notify) w->notify(x->co, r->rc, w->id, r->errmsg, w->notify_arg);
+    if (r->rc) {
         keel_log(KEEL_LOG_ERROR, "move_abort_failed", "move=%llu error=\"%s\"",
-                 (unsigned long long)m->rec.id, mapstore_errmsg(x->co->ms));
+                 (unsigned long long)w->id, r->errmsg);
         return;
     }
+    if (!m) return;
     refresh(x, m);
-    coord_history_event(x->co->history, now, m->rec.id, m->rec.partition, HISTORY_MOVE_ABORT);
+    coord_history_event(x->co->history, w->now, m->rec.id, m->rec.partition, HISTORY_MOVE_ABORT);
     snprintf(m->phase, sizeof m->phase, "aborting");
     x->counts.aborted_total++;
     x->counts.last_end_ms = coord_now(x->co);
-    int loud = !strcmp(reason, "checksum-mismatch");
+    int loud = !strcmp(w->reason, "checksum-mismatch");
     keel_log(loud ? KEEL_LOG_ERROR : KEEL_LOG_WARN, "move_aborted",
              "move=%llu partition=%u from=%s to=%s reason=%s", (unsigned long long)m->rec.id,
-             m->rec.partition, m->rec.from, m->rec.to, reason);
+             m->rec.partition, m->rec.from, m->rec.to, w->reason);
     m->need_abort_s = m->out_acked || m->busy_s || 1;
     m->need_abort_d = 1;
     m->fence_step = FENCE_NONE;
-    drive(x, m);
+}
+
+/* Records the abort durably; its completion lets drive() tell the nodes.
+ * Returns 0 (submitted), or KEEL_EINVAL: committed (only forward after the
+ * commit), an abort already submitted, or the commit in flight (its
+ * outcome decides; a move is never aborted over it). */
+static int abort_move_notify(cms *x, cmove *m, const char *reason, mv_notify notify, void *arg) {
+    int64_t now = keel_wall_ms(); /* for the record */
+    if (m->rec.state >= MAPSTORE_MOVE_COMMITTED || m->aborting || m->committing) return KEEL_EINVAL;
+    persist_bytes(x, m);
+    mapstore_write w;
+    mapstore_w_move_advance(&w, m->rec.id, MAPSTORE_MOVE_ABORTED, now, reason);
+    mv_wait *a = mv_submit(x, m, &w, aborted_done);
+    if (!a) return KEEL_EIO;
+    a->now = now;
+    snprintf(a->reason, sizeof a->reason, "%s", reason);
+    a->notify = notify;
+    a->notify_arg = arg;
+    m->aborting = 1;
+    return 0;
+}
+
+static void abort_move(cms *x, cmove *m, const char *reason) {
+    (void)abort_move_notify(x, m, reason, NULL, NULL);
 }
 
 /* ---- Directive replies --------------------------------------------------------
@@ -221,6 +321,35 @@ static const char *err_text(redisReply *r) {
 }
 
 static void commit_move(cms *x, cmove *m);
+
+static void copying_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w) {
+    if (!m || r->rc) return;
+    refresh(x, m);
+    coord_history_event(x->co->history, w->now, m->rec.id, m->rec.partition, HISTORY_MOVE_START);
+    m->last_report_ms = coord_now(x->co);
+    snprintf(m->phase, sizeof m->phase, "copying");
+}
+
+static void done_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w) {
+    if (!m) return;
+    if (r->rc) {
+        m->cleanup_sent = 0; /* the cleanup is sent again */
+        return;
+    }
+    keel_log(KEEL_LOG_INFO, "move_done", "move=%llu partition=%u", (unsigned long long)w->id,
+             m->rec.partition);
+    drop(x, m);
+}
+
+/* Submits DONE for a committed move; 0, or the submit's refusal. */
+static int finish(cms *x, cmove *m, int64_t wall) {
+    mapstore_write w;
+    mapstore_w_move_advance(&w, m->rec.id, MAPSTORE_MOVE_DONE, wall, NULL);
+    mv_wait *a = mv_submit(x, m, &w, done_done);
+    if (!a) return KEEL_EIO;
+    a->now = wall;
+    return 0;
+}
 
 static void on_reply(void *arg, void *tag, redisReply *r) {
     nlink *l = arg;
@@ -258,11 +387,11 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         }
         m->in_acked = 1;
         m->in_gen = l->gen;
-        if (mapstore_move_advance(x->co->ms, id, MAPSTORE_MOVE_COPYING, now, NULL) == 0) {
-            refresh(x, m);
-            coord_history_event(x->co->history, now, id, m->rec.partition, HISTORY_MOVE_START);
-            m->last_report_ms = coord_now(x->co);
-            snprintf(m->phase, sizeof m->phase, "copying");
+        if (!m->aborting) {
+            mapstore_write w;
+            mapstore_w_move_advance(&w, id, MAPSTORE_MOVE_COPYING, now, NULL);
+            mv_wait *a = mv_submit(x, m, &w, copying_done);
+            if (a) a->now = now;
         }
         break;
     case K_FENCE:
@@ -333,13 +462,8 @@ static void on_reply(void *arg, void *tag, redisReply *r) {
         break;
     case K_CLEANUP:
         m->busy_s = 0;
-        if (ok_status && m->rec.state == MAPSTORE_MOVE_COMMITTED &&
-            mapstore_move_advance(x->co->ms, id, MAPSTORE_MOVE_DONE, now, NULL) == 0) {
-            keel_log(KEEL_LOG_INFO, "move_done", "move=%llu partition=%u", (unsigned long long)id,
-                     m->rec.partition);
-            drop(x, m);
-            return;
-        }
+        if (ok_status && m->rec.state == MAPSTORE_MOVE_COMMITTED && finish(x, m, now) == 0)
+            return; /* its completion drops it */
         m->cleanup_sent = 0;
         break;
     case K_RATE:
@@ -359,34 +483,53 @@ static int send_to(cms *x, cmove *m, const char *node, int kind, int argc, const
 
 static void committed(cms *x, cmove *m, int64_t now, uint64_t epoch, uint64_t version);
 
+/* The commit's outcome, from its completion: an unknown outcome, or any
+ * failure of a retry other than a refusal, keeps the move FENCED
+ * (aborting a commit that may have applied could leave two owners);
+ * step_fence re-reads the record and retries. */
+static void commit_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w) {
+    int rc = r->rc;
+    if (!m) return;
+    m->committing = 0;
+    if (rc && rc != KEEL_EINVAL && rc != KEEL_ENOTFOUND &&
+        (rc == KEEL_EUNKNOWN || m->fence_step == FENCE_COMMIT_UNKNOWN)) {
+        keel_log(KEEL_LOG_WARN, "move_commit_unknown", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, r->errmsg);
+        m->fence_step = FENCE_COMMIT_UNKNOWN;
+        m->commit_retry_ms = coord_now(x->co) + 1000;
+        return;
+    }
+    if (rc) {
+        keel_log(KEEL_LOG_ERROR, "move_commit_failed", "move=%llu error=\"%s\"",
+                 (unsigned long long)m->rec.id, r->errmsg);
+        abort_move(x, m, "commit-failed");
+        return;
+    }
+    committed(x, m, w->now, r->epoch, r->version);
+}
+
+/* Submits the commit; the move waits (drive sends nothing) until its
+ * completion. */
 static void commit_move(cms *x, cmove *m) {
-    coord *co = x->co;
     int64_t now = keel_wall_ms(); /* for the record, and min_residence across restarts */
     if (FAILPOINT("move.before_commit") == FP_ERROR) {
         abort_move(x, m, "failpoint");
         return;
     }
-    uint64_t epoch = 0, version = 0;
+    if (m->committing) return;
     persist_bytes(x, m);
-    int rc = mapstore_move_commit(co->ms, m->rec.id, now, &epoch, &version);
-    /* An unknown outcome, or any failure of a retry other than a refusal,
-     * keeps the move FENCED: aborting a commit that may have applied could
-     * leave two owners. step_fence re-reads the record and retries. */
-    if (rc && rc != KEEL_EINVAL && rc != KEEL_ENOTFOUND &&
-        (rc == KEEL_EUNKNOWN || m->fence_step == FENCE_COMMIT_UNKNOWN)) {
-        keel_log(KEEL_LOG_WARN, "move_commit_unknown", "move=%llu error=\"%s\"",
-                 (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
-        m->fence_step = FENCE_COMMIT_UNKNOWN;
-        m->commit_retry_ms = coord_now(co) + 1000;
+    mapstore_write w;
+    mapstore_w_move_commit(&w, m->rec.id, now);
+    mv_wait *a = mv_submit(x, m, &w, commit_done);
+    if (!a) { /* refused before it was queued: nothing was sent, as a failed commit */
+        mapstore_result r = {
+            .kind = MAPSTORE_W_MOVE_COMMIT, .rc = KEEL_EIO, .errmsg = mapstore_errmsg(x->co->ms)};
+        mv_wait tmp = {.x = x, .id = m->rec.id, .now = now};
+        commit_done(x, m, &r, &tmp);
         return;
     }
-    if (rc) {
-        keel_log(KEEL_LOG_ERROR, "move_commit_failed", "move=%llu error=\"%s\"",
-                 (unsigned long long)m->rec.id, mapstore_errmsg(co->ms));
-        abort_move(x, m, "commit-failed");
-        return;
-    }
-    committed(x, m, now, epoch, version);
+    a->now = now;
+    m->committing = 1;
 }
 
 /* The commit of m applied (answered, or found on a re-read). */
@@ -535,7 +678,13 @@ static void retry_commit(step *s) {
     mapstore_partition p;
     if (s->now < m->commit_retry_ms) return;
     m->commit_retry_ms = s->now + 1000;
-    if (mapstore_move_get(s->co->ms, m->rec.id, &rec)) return; /* store unreachable: later */
+    /* Memory matches the store once a re-read succeeded (the one after
+     * the lost commit, or this one): until then, only ask for one. */
+    if (mapstore_stale(s->co->ms)) {
+        if (!mapstore_pending(s->co->ms)) (void)mapstore_reload_submit(s->co->ms, NULL, NULL);
+        return;
+    }
+    if (mapstore_move_get(s->co->ms, m->rec.id, &rec)) return;
     if (rec.state == MAPSTORE_MOVE_FENCED) {
         commit_move(s->x, m);
     } else if (rec.state == MAPSTORE_MOVE_COMMITTED &&
@@ -602,8 +751,7 @@ static void step_committed(step *s) {
     mapstore_node src;
     if (mapstore_node_get(co->ms, m->rec.from, &src) == 0 &&
         src.membership == MAPSTORE_MEMBER_REMOVED) { /* nothing left to clean */
-        if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_DONE, wall, NULL) == 0)
-            drop(x, m);
+        (void)finish(x, m, wall);                    /* its completion drops it */
         return;
     }
     const char *argv[] = {"KEEL.MOVE.CLEANUP", s->t, s->id, s->p};
@@ -648,6 +796,7 @@ static const struct {
 };
 
 static void drive(cms *x, cmove *m) {
+    if (m->writes) return; /* a write in flight: its completion drives */
     step s = {.x = x, .m = m, .co = x->co, .now = coord_now(x->co)};
     num(s.id, sizeof s.id, m->rec.id);
     num(s.p, sizeof s.p, m->rec.partition);
@@ -659,15 +808,38 @@ static void drive(cms *x, cmove *m) {
         step_forget(&s);
 }
 
-static void start_fence(cms *x, cmove *m) {
-    if (m->rec.state != MAPSTORE_MOVE_CATCHING_UP || m->fence_step != FENCE_NONE) return;
-    persist_bytes(x, m);
-    if (mapstore_move_advance(x->co->ms, m->rec.id, MAPSTORE_MOVE_FENCED, keel_wall_ms(), NULL))
-        return;
+static void fenced_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w) {
+    (void)w;
+    if (!m || r->rc) return;
     refresh(x, m);
     m->fence_step = FENCE_SENT;
     m->fence_ms = coord_now(x->co);
-    drive(x, m);
+}
+
+static void start_fence(cms *x, cmove *m) {
+    if (m->rec.state != MAPSTORE_MOVE_CATCHING_UP || m->fence_step != FENCE_NONE || m->writes ||
+        m->aborting)
+        return;
+    persist_bytes(x, m);
+    mapstore_write w;
+    mapstore_w_move_advance(&w, m->rec.id, MAPSTORE_MOVE_FENCED, keel_wall_ms(), NULL);
+    (void)mv_submit(x, m, &w, fenced_done);
+}
+
+/* Fence only on a measured backlog under fence_lag_bytes: the fence
+ * drains the rest while writes are held. */
+static void maybe_fence(cms *x, cmove *m) {
+    if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP && m->lag_known &&
+        (!strcmp(m->phase, "catching-up") || !strcmp(m->phase, "caught-up")) &&
+        m->lag_bytes <= (uint64_t)coord_setting_ll(x->co, "fence_lag_bytes"))
+        start_fence(x, m);
+}
+
+static void catching_up_done(cms *x, cmove *m, const mapstore_result *r, mv_wait *w) {
+    (void)w;
+    if (!m || r->rc) return;
+    refresh(x, m);
+    maybe_fence(x, m); /* the report that moved it on may have been its last before the fence */
 }
 
 /* ---- Node restarts ----------------------------------------------------------------- */
@@ -771,6 +943,7 @@ int coord_move_report(coord *co, const char *from, int argc, char **argv, const 
     m->keys = keys;
     m->lag_bytes = lag;
     m->lag_ms = lag_ms;
+    m->lag_known = lag_known;
     m->rate_bps = rate;
     const char *reason = argc > 8 && argv[8][0] ? argv[8] : NULL;
     if (m->rec.state >= MAPSTORE_MOVE_FENCED) return 0;
@@ -797,25 +970,52 @@ int coord_move_report(coord *co, const char *from, int argc, char **argv, const 
         abort_move(x, m, "non-converging");
         return 0;
     }
-    if (m->rec.state == MAPSTORE_MOVE_COPYING && strcmp(phase, "copying") != 0) {
+    if (m->rec.state == MAPSTORE_MOVE_COPYING && strcmp(phase, "copying") != 0 && !m->writes &&
+        !m->aborting) {
         persist_bytes(x, m);
-        if (mapstore_move_advance(co->ms, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, keel_wall_ms(),
-                                  NULL) == 0)
-            refresh(x, m);
+        mapstore_write w;
+        mapstore_w_move_advance(&w, m->rec.id, MAPSTORE_MOVE_CATCHING_UP, keel_wall_ms(), NULL);
+        (void)mv_submit(x, m, &w, catching_up_done);
     }
-    /* Fence only on a measured backlog under fence_lag_bytes: the fence
-     * drains the rest while writes are held. */
-    if (m->rec.state == MAPSTORE_MOVE_CATCHING_UP && lag_known &&
-        (!strcmp(phase, "catching-up") || !strcmp(phase, "caught-up")) &&
-        m->lag_bytes <= (uint64_t)coord_setting_ll(co, "fence_lag_bytes"))
-        start_fence(x, m);
+    maybe_fence(x, m);
     return 0;
 }
 
 /* ---- Operator entry points ------------------------------------------------------------- */
 
-int coord_move_create(coord *co, unsigned p, const char *to, const char *reason, uint64_t *id,
-                      char *err, size_t cap) {
+/* The move's record is durable: track it and start driving it. */
+static void created_done(cms *x, cmove *unused, const mapstore_result *r, mv_wait *w) {
+    coord *co = x->co;
+    (void)unused;
+    for (mv_wait **pp = &x->creating; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    mapstore_move rec;
+    int rc = r->rc;
+    const char *why = r->errmsg;
+    if (!rc && mapstore_move_get(co->ms, r->id, &rec)) rc = KEEL_EIO, why = "lost the new move";
+    cmove *m = rc ? NULL : track(x, &rec);
+    if (!rc && !m) rc = KEEL_ENOMEM, why = "out of memory";
+    if (rc) {
+        keel_log(KEEL_LOG_WARN, "move_create_failed", "partition=%u to=%s error=\"%s\"", w->p,
+                 w->to, why);
+        if (w->notify) w->notify(co, rc, 0, why, w->notify_arg);
+        return;
+    }
+    m->budget = (uint64_t)coord_setting_ll(co, "move_bytes_per_sec");
+    m->total = co->parts[w->p].bytes;
+    x->counts.started_total++;
+    keel_log(KEEL_LOG_INFO, "move_planned", "move=%llu partition=%u from=%s to=%s reason=%s",
+             (unsigned long long)rec.id, w->p, rec.from, w->to, w->reason);
+    if (w->notify) w->notify(co, 0, rec.id, NULL, w->notify_arg);
+    count_concurrency(x);
+    drive(x, m);
+}
+
+int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
+                      coord_move_done done, void *arg, char *err, size_t cap) {
     cms *x = state_of(co);
     mapstore_partition part;
     mapstore_node n;
@@ -841,26 +1041,26 @@ int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
             return snprintf(err, cap, "partition %u already has move %llu (%s)", p,
                             (unsigned long long)m->rec.id, mapstore_move_state_name(m->rec.state)),
                    KEEL_EEXIST;
-    uint64_t mid;
-    int rc = mapstore_move_create(co->ms, p, to, reason, keel_wall_ms(), &mid);
-    if (rc) return snprintf(err, cap, "%s", mapstore_errmsg(co->ms)), rc;
-    mapstore_move rec;
-    if (mapstore_move_get(co->ms, mid, &rec))
-        return snprintf(err, cap, "lost the new move"), KEEL_EIO;
-    cmove *m = track(x, &rec);
-    if (!m) return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
-    m->budget = (uint64_t)coord_setting_ll(co, "move_bytes_per_sec");
-    m->total = co->parts[p].bytes;
-    x->counts.started_total++;
-    keel_log(KEEL_LOG_INFO, "move_planned", "move=%llu partition=%u from=%s to=%s reason=%s",
-             (unsigned long long)mid, p, rec.from, to, reason ? reason : "");
-    *id = mid;
-    count_concurrency(x);
-    drive(x, m);
+    for (mv_wait *w = x->creating; w; w = w->next)
+        if (w->p == p)
+            return snprintf(err, cap, "partition %u already has a move being recorded", p),
+                   KEEL_EEXIST;
+    mapstore_write w;
+    mapstore_w_move_create(&w, p, to, reason, keel_wall_ms());
+    mv_wait *a = mv_submit(x, NULL, &w, created_done);
+    if (!a) return snprintf(err, cap, "%s", mapstore_errmsg(co->ms)), KEEL_EIO;
+    a->p = p;
+    snprintf(a->to, sizeof a->to, "%s", to);
+    snprintf(a->reason, sizeof a->reason, "%s", reason ? reason : "");
+    a->notify = done;
+    a->notify_arg = arg;
+    a->next = x->creating;
+    x->creating = a;
     return 0;
 }
 
-int coord_move_cancel(coord *co, uint64_t id, char *err, size_t cap) {
+int coord_move_cancel(coord *co, uint64_t id, coord_move_done done, void *arg, char *err,
+                      size_t cap) {
     cms *x = state_of(co);
     cmove *m = find(x, id);
     mapstore_move rec;
@@ -875,7 +1075,15 @@ int coord_move_cancel(coord *co, uint64_t id, char *err, size_t cap) {
         return snprintf(err, cap, "move %llu is %s: after the commit a move only goes forward",
                         (unsigned long long)id, mapstore_move_state_name(m->rec.state)),
                KEEL_EINVAL;
-    abort_move(x, m, "cancelled");
+    if (m->committing)
+        return snprintf(err, cap, "move %llu is committing: its outcome decides",
+                        (unsigned long long)id),
+               KEEL_EINVAL;
+    if (m->aborting)
+        return snprintf(err, cap, "move %llu is already being aborted", (unsigned long long)id),
+               KEEL_EINVAL;
+    int rc = abort_move_notify(x, m, "cancelled", done, arg);
+    if (rc) return snprintf(err, cap, "%s", mapstore_errmsg(co->ms)), rc;
     return 0;
 }
 
@@ -1011,6 +1219,11 @@ void coord_moves_annotate(coord *co, plan_model *pm) {
         if (pp->id != m->rec.partition) continue; /* coord_build_model lists them in order */
         pp->in_flight = true;
         pp->moving_to = plan_model_find_node(pm, m->rec.to);
+    }
+    for (mv_wait *w = x->creating; w; w = w->next) { /* being recorded: in flight already */
+        if (w->p >= pm->nparts || pm->parts[w->p].id != w->p) continue;
+        pm->parts[w->p].in_flight = true;
+        pm->parts[w->p].moving_to = plan_model_find_node(pm, w->to);
     }
 }
 

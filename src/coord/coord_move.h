@@ -42,15 +42,25 @@ int coord_moves_start(coord *co);
 /* Closes node connections and frees; records stay in the map store. */
 void coord_moves_stop(coord *co);
 
+/* Runs on the loop when a move's record write completes: rc 0 and the
+ * move's id, or a KEEL_E* and the reason (err, valid during the call). */
+typedef void (*coord_move_done)(coord *co, int rc, uint64_t id, const char *err, void *arg);
+
 /* Plans a move of partition p to node `to` (operator or planner). Checks: p
  * in range and owned, `to` a known node that is UP and not the owner, no
- * move in flight for p. Returns 0 with *id, or a negative KEEL_E* with a
- * one-line reason in err. */
-int coord_move_create(coord *co, unsigned p, const char *to, const char *reason, uint64_t *id,
-                      char *err, size_t cap);
-/* Cancels a move that has not committed: aborts it with reason "cancelled".
- * KEEL_ENOTFOUND (no such move), KEEL_EINVAL (already committed or ended). */
-int coord_move_cancel(coord *co, uint64_t id, char *err, size_t cap);
+ * move in flight (or being recorded) for p. Returns 0 once the record is
+ * submitted to the map store (it is never waited for): done(co, rc, id,...)
+ * runs later, once, when it is durable (or failed); done may be NULL.
+ * Otherwise a negative KEEL_E* with a one-line reason in err, and done
+ * never runs. */
+int coord_move_create(coord *co, unsigned p, const char *to, const char *reason,
+                      coord_move_done done, void *arg, char *err, size_t cap);
+/* Cancels a move that has not committed: submits its abort with reason
+ * "cancelled"; done runs when the abort is durable (or failed).
+ * KEEL_ENOTFOUND (no such move), KEEL_EINVAL (already committed or ended,
+ * committing, or already aborting). */
+int coord_move_cancel(coord *co, uint64_t id, coord_move_done done, void *arg, char *err,
+                      size_t cap);
 
 /* A node (re)registered: it may have restarted with move records of moves
  * that ended meanwhile (a fence, an incoming copy, a retired copy). The

@@ -8,6 +8,7 @@
  *
  * The executor (coord_move.c) does the work; these only parse and render.
  */
+#include "coord/coord_defer.h"
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "core/err.h"
@@ -26,6 +27,48 @@ static int parse_u64(const char *s, uint64_t *out) {
     return keel_parse_u64z(s, out) ? -1 : 0; /* no sign, no blanks, no overflow */
 }
 
+/* MOVE and CANCEL reply once the record is durable (coord_defer.h). */
+typedef struct move_wait {
+    coord_deferred *d;
+    int json;
+} move_wait;
+
+/* The command failed before anything was submitted: reply at once. */
+static void abandon(coord *co, move_wait *w) {
+    kbuf *out = coord_defer_out(w->d);
+    out->len = 0;
+    coord_defer_drop(co, w->d);
+    free(w);
+}
+
+static void created(coord *co, int rc, uint64_t id, const char *err, void *arg) {
+    move_wait *w = arg;
+    kbuf *out = coord_defer_out(w->d);
+    if (rc) {
+        resp_w_errorf(out, "ERR %s", err);
+    } else if (w->json) {
+        char num[32];
+        snprintf(num, sizeof num, "{\"id\":%llu}", (unsigned long long)id);
+        resp_w_bulkstr(out, num);
+    } else {
+        resp_w_int(out, (long long)id);
+    }
+    coord_defer_done(co, w->d);
+    free(w);
+}
+
+static void cancelled(coord *co, int rc, uint64_t id, const char *err, void *arg) {
+    move_wait *w = arg;
+    (void)id;
+    kbuf *out = coord_defer_out(w->d);
+    if (rc)
+        resp_w_errorf(out, "ERR %s", err);
+    else
+        resp_w_simple(out, "OK");
+    coord_defer_done(co, w->d);
+    free(w);
+}
+
 void coord_c_move(cctx *x) {
     uint64_t p;
     char err[320], msg[360];
@@ -38,18 +81,19 @@ void coord_c_move(cctx *x) {
         coord_reply_err(x, "ERR syntax: MOVE <partition> <node> [JSON]");
         return;
     }
-    uint64_t id;
-    if (coord_move_create(x->co, (unsigned)p, x->argv[2], "operator", &id, err, sizeof err)) {
-        snprintf(msg, sizeof msg, "ERR %s", err);
-        coord_reply_err(x, msg);
+    move_wait *w = calloc(1, sizeof *w);
+    if (!w || !(w->d = coord_defer_hold(x))) {
+        free(w);
+        coord_reply_err(x, "ERR out of memory");
         return;
     }
-    if (coord_want_json(x)) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "id", (double)id);
-        coord_reply_json(x, o);
-    } else {
-        resp_w_int(&x->c->out, (long long)id);
+    w->json = coord_want_json(x);
+    if (coord_move_create(x->co, (unsigned)p, x->argv[2], "operator", created, w, err,
+                          sizeof err)) {
+        x->hold = 0;
+        abandon(x->co, w);
+        snprintf(msg, sizeof msg, "ERR %s", err);
+        coord_reply_err(x, msg);
     }
 }
 
@@ -61,12 +105,18 @@ void coord_c_cancel(cctx *x) {
         coord_reply_err(x, msg);
         return;
     }
-    if (coord_move_cancel(x->co, id, err, sizeof err)) {
-        snprintf(msg, sizeof msg, "ERR %s", err);
-        coord_reply_err(x, msg);
+    move_wait *w = calloc(1, sizeof *w);
+    if (!w || !(w->d = coord_defer_hold(x))) {
+        free(w);
+        coord_reply_err(x, "ERR out of memory");
         return;
     }
-    resp_w_simple(&x->c->out, "OK");
+    if (coord_move_cancel(x->co, id, cancelled, w, err, sizeof err)) {
+        x->hold = 0;
+        abandon(x->co, w);
+        snprintf(msg, sizeof msg, "ERR %s", err);
+        coord_reply_err(x, msg);
+    }
 }
 
 static void human_bytes(char *out, size_t cap, double b) {

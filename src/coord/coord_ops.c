@@ -18,6 +18,7 @@
  * and /metrics report it with its age, and the rebalance loop (which comes
  * with the move protocol) must start no move.
  */
+#include "coord/coord_defer.h"
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
@@ -53,6 +54,45 @@ static int parse_setting(const setting_def *d, const char *v, char *why, size_t 
     return 0;
 }
 
+/* Every control below replies from its write's completion (coord_defer.h):
+ * OK means the change is durable. */
+
+typedef struct setting_arg {
+    const setting_def *d;
+    double before;
+    int reset;
+    char by[64];
+    char reason[MAPSTORE_SETTING_VALUE_MAX + 1];
+} setting_arg;
+
+static setting_arg *new_arg(cctx *x) {
+    setting_arg *a = calloc(1, sizeof *a);
+    if (a) snprintf(a->by, sizeof a->by, "%s", x->c->addr);
+    return a;
+}
+
+static void setting_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
+    setting_arg *a = arg;
+    (void)proto;
+    if (r->rc && !(a->reset && r->rc == KEEL_ENOTFOUND)) {
+        resp_w_errorf(out, "ERR %s", r->errmsg);
+        return;
+    }
+    keel_log(KEEL_LOG_INFO, "setting_changed", "name=%s value=%g previous=%g by=%s", a->d->name,
+             coord_setting_d(co, a->d->name), a->before, a->by);
+    resp_w_simple(out, "OK");
+}
+
+/* Submits w for x with fn making the reply; on a refusal at once replies
+ * the store's reason. */
+static void submit(cctx *x, const mapstore_write *w, coord_defer_fn fn, void *a) {
+    if (!a) {
+        coord_reply_err(x, "ERR out of memory");
+        return;
+    }
+    if (coord_defer_write(x, w, fn, a)) store_err(x);
+}
+
 void coord_c_setting(cctx *x) {
     char msg[256];
     const setting_def *d = coord_setting_find(x->argv[2]);
@@ -61,7 +101,7 @@ void coord_c_setting(cctx *x) {
         coord_reply_err(x, msg);
         return;
     }
-    double before = coord_setting_d(x->co, d->name);
+    mapstore_write w;
     int is_set = !strcasecmp(x->argv[1], "set") && x->argc == 4;
     if ((is_set || (!strcasecmp(x->argv[1], "reset") && x->argc == 3)) &&
         coord_rf_check_change(x->co, d->name, is_set ? x->argv[3] : NULL, msg, sizeof msg)) {
@@ -73,23 +113,33 @@ void coord_c_setting(cctx *x) {
             coord_reply_err(x, msg);
             return;
         }
-        if (mapstore_setting_set(x->co->ms, d->name, x->argv[3], x->now)) {
-            store_err(x);
-            return;
-        }
+        mapstore_w_setting_set(&w, d->name, x->argv[3], x->now);
     } else if (!strcasecmp(x->argv[1], "reset") && x->argc == 3) {
-        int rc = mapstore_setting_unset(x->co->ms, d->name);
-        if (rc && rc != KEEL_ENOTFOUND) {
-            store_err(x);
-            return;
-        }
+        mapstore_w_setting_unset(&w, d->name);
     } else {
         coord_reply_err(x, "ERR syntax: SETTING SET <name> <value> | SETTING RESET <name>");
         return;
     }
-    keel_log(KEEL_LOG_INFO, "setting_changed", "name=%s value=%g previous=%g by=%s", d->name,
-             coord_setting_d(x->co, d->name), before, x->c->addr);
-    resp_w_simple(&x->c->out, "OK");
+    setting_arg *a = new_arg(x);
+    if (a) {
+        a->d = d;
+        a->before = coord_setting_d(x->co, d->name);
+        a->reset = w.kind == MAPSTORE_W_SETTING_UNSET;
+    }
+    submit(x, &w, setting_done, a);
+}
+
+static void pause_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
+    setting_arg *a = arg;
+    (void)co, (void)proto;
+    if (r->rc) {
+        resp_w_errorf(out, "ERR %s", r->errmsg);
+        return;
+    }
+    char q[256];
+    keel_log(KEEL_LOG_WARN, "rebalance_paused", "reason=%s by=%s",
+             keel_log_quote(q, sizeof q, a->reason, strlen(a->reason)), a->by);
+    resp_w_simple(out, "OK");
 }
 
 void coord_c_pause(cctx *x) {
@@ -98,24 +148,28 @@ void coord_c_pause(cctx *x) {
     for (int i = 1; i < x->argc && n + x->len[i] + 2 < sizeof reason; i++)
         n += (size_t)snprintf(reason + n, sizeof reason - n, "%s%s", i > 1 ? " " : "", x->argv[i]);
     if (!reason[0]) snprintf(reason, sizeof reason, "operator");
-    if (mapstore_setting_set(x->co->ms, "paused", reason, x->now)) {
-        store_err(x);
+    mapstore_write w;
+    mapstore_w_setting_set(&w, "paused", reason, x->now);
+    setting_arg *a = new_arg(x);
+    if (a) snprintf(a->reason, sizeof a->reason, "%s", reason);
+    submit(x, &w, pause_done, a);
+}
+
+static void resume_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
+    setting_arg *a = arg;
+    (void)co, (void)proto;
+    if (r->rc && r->rc != KEEL_ENOTFOUND) {
+        resp_w_errorf(out, "ERR %s", r->errmsg);
         return;
     }
-    char q[256];
-    keel_log(KEEL_LOG_WARN, "rebalance_paused", "reason=%s by=%s",
-             keel_log_quote(q, sizeof q, reason, strlen(reason)), x->c->addr);
-    resp_w_simple(&x->c->out, "OK");
+    if (!r->rc) keel_log(KEEL_LOG_WARN, "rebalance_resumed", "by=%s", a->by);
+    resp_w_simple(out, "OK");
 }
 
 void coord_c_resume(cctx *x) {
-    int rc = mapstore_setting_unset(x->co->ms, "paused");
-    if (rc && rc != KEEL_ENOTFOUND) {
-        store_err(x);
-        return;
-    }
-    if (!rc) keel_log(KEEL_LOG_WARN, "rebalance_resumed", "by=%s", x->c->addr);
-    resp_w_simple(&x->c->out, "OK");
+    mapstore_write w;
+    mapstore_w_setting_unset(&w, "paused");
+    submit(x, &w, resume_done, new_arg(x));
 }
 
 /* The human form of a plan: one line per move, then the summary. */
@@ -185,6 +239,26 @@ static int owned_partitions(coord *co, const char *id, size_t *n) {
     return rc;
 }
 
+typedef struct membership_arg {
+    mapstore_node n;
+    mapstore_membership to;
+    char by[64];
+} membership_arg;
+
+static void membership_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
+    membership_arg *a = arg;
+    (void)co, (void)proto;
+    if (r->rc) {
+        resp_w_errorf(out, "ERR %s", r->errmsg);
+        return;
+    }
+    keel_log(KEEL_LOG_WARN, "node_membership",
+             "node=%s from=%s to=%s liveness=%s reason=operator by=%s", a->n.id,
+             mapstore_membership_name(a->n.membership), mapstore_membership_name(a->to),
+             mapstore_liveness_name(a->n.liveness), a->by);
+    resp_w_simple(out, "OK");
+}
+
 static void set_membership(cctx *x, mapstore_membership to) {
     mapstore_node n;
     char msg[256];
@@ -212,15 +286,15 @@ static void set_membership(cctx *x, mapstore_membership to) {
             return;
         }
     }
-    if (mapstore_node_set_membership(x->co->ms, n.id, to)) {
-        store_err(x);
-        return;
+    mapstore_write w;
+    mapstore_w_node_set_membership(&w, n.id, to);
+    membership_arg *a = calloc(1, sizeof *a);
+    if (a) {
+        a->n = n;
+        a->to = to;
+        snprintf(a->by, sizeof a->by, "%s", x->c->addr);
     }
-    keel_log(KEEL_LOG_WARN, "node_membership",
-             "node=%s from=%s to=%s liveness=%s reason=operator by=%s", n.id,
-             mapstore_membership_name(n.membership), mapstore_membership_name(to),
-             mapstore_liveness_name(n.liveness), x->c->addr);
-    resp_w_simple(&x->c->out, "OK");
+    submit(x, &w, membership_done, a);
 }
 
 void coord_c_drain(cctx *x) {
@@ -256,6 +330,20 @@ void coord_c_failpoint(cctx *x) {
     }
 }
 
+static void unquarantine_done(coord *co, const mapstore_result *r, void *arg, kbuf *out,
+                              int proto) {
+    setting_arg *a = arg; /* reason: the node id */
+    (void)proto;
+    if (r->rc && r->rc != KEEL_ENOTFOUND) {
+        resp_w_errorf(out, "ERR %s", r->errmsg);
+        return;
+    }
+    member *m = coord_member(co, a->reason, 0);
+    if (m) memset(m->failures_ms, 0, sizeof m->failures_ms);
+    keel_log(KEEL_LOG_WARN, "node_unquarantined", "node=%s by=%s", a->reason, a->by);
+    resp_w_simple(out, "OK");
+}
+
 void coord_c_unquarantine(cctx *x) {
     char msg[320];
     if (!coord_quarantined(x->co, x->argv[1])) {
@@ -263,12 +351,17 @@ void coord_c_unquarantine(cctx *x) {
         coord_reply_err(x, msg);
         return;
     }
-    if (coord_quarantine_set(x->co, x->argv[1], 0)) {
-        store_err(x);
+    mapstore_write w;
+    int rc = coord_quarantine_write(x->co, x->argv[1], 0, &w);
+    if (rc < 0) {
+        coord_reply_err(x, "ERR the quarantine list is full");
         return;
     }
-    member *m = coord_member(x->co, x->argv[1], 0);
-    if (m) memset(m->failures_ms, 0, sizeof m->failures_ms);
-    keel_log(KEEL_LOG_WARN, "node_unquarantined", "node=%s by=%s", x->argv[1], x->c->addr);
-    resp_w_simple(&x->c->out, "OK");
+    if (rc == 1) { /* cannot happen: it is quarantined, so the list holds it */
+        coord_reply_err(x, "ERR node is not quarantined");
+        return;
+    }
+    setting_arg *a = new_arg(x);
+    if (a) snprintf(a->reason, sizeof a->reason, "%s", x->argv[1]);
+    submit(x, &w, unquarantine_done, a);
 }

@@ -141,10 +141,9 @@ static void round_run(struct coord_rebalance_state *r, int64_t now) {
     size_t queued = 0;
     for (size_t i = 0; i < res.nmoves; i++) {
         const plan_move *pm = &res.moves[i];
-        uint64_t id;
         char err[256];
         if (coord_move_create(co, (unsigned)pm->part_id, m.nodes[pm->to].id, plan_why_name(pm->why),
-                              &id, err, sizeof err) == 0)
+                              NULL, NULL, err, sizeof err) == 0) /* recorded later; logged */
             queued++;
         else
             keel_log(KEEL_LOG_WARN, "rebalance_move_refused", "partition=%llu to=%s reason=\"%s\"",

@@ -112,10 +112,13 @@ void *mapstore__impl(const mapstore *ms) {
 
 int mapstore__errf(mapstore *ms, int rc, const char *fmt, ...) {
     va_list ap;
+    /* The worker thread of an asynchronous handle has its own buffer; its
+     * completion copies it to errmsg on the loop thread. */
+    char *dst = ms->async && ms_on_worker() ? ms->werr : ms->errmsg;
     va_start(ap, fmt);
-    vsnprintf(ms->errmsg, sizeof ms->errmsg, fmt, ap);
+    vsnprintf(dst, MAPSTORE_ERR_MAX, fmt, ap);
     va_end(ap);
-    for (char *c = ms->errmsg; *c; c++) /* one line, for logs */
+    for (char *c = dst; *c; c++) /* one line, for logs */
         if (*c == '\n') *c = ' ';
     return rc;
 }
@@ -148,6 +151,7 @@ int mapstore__check_expect(const mapstore *ms, const mapstore_expect *expect, ch
 
 void mapstore_free(mapstore *ms) {
     if (!ms) return;
+    mapstore_async_stop(ms);
     ms->ops->close(ms->impl);
     msc_free(ms);
     free(ms);
@@ -201,11 +205,6 @@ static int check_id(mapstore *ms, const char *what, const char *id) {
 static int check_part(mapstore *ms, unsigned p) {
     if (p < ms->partitions) return 0;
     return mapstore__errf(ms, KEEL_ERANGE, "partition %u out of range (P = %u)", p, ms->partitions);
-}
-
-static int check_reason(mapstore *ms, const char *reason) {
-    if (!reason || strlen(reason) <= MAPSTORE_REASON_MAX) return 0;
-    return mapstore__errf(ms, KEEL_EINVAL, "reason longer than %d bytes", MAPSTORE_REASON_MAX);
 }
 
 static int check_out(mapstore *ms, const void *a, const void *b) {
@@ -266,29 +265,487 @@ unsigned mapstore_partitions(const mapstore *ms) {
     return ms->partitions;
 }
 
+/* Asynchronous mode: the backend's figures belong to the worker; the loop
+ * reads the copies the last completion left. */
 uint64_t mapstore_term(const mapstore *ms) {
-    return ms->ops->term(ms->impl);
+    return ms->async ? ms->term : ms->ops->term(ms->impl);
 }
 
 uint64_t mapstore_version(const mapstore *ms) {
-    return ms->ops->version(ms->impl);
+    return ms->async ? ms->version : ms->ops->version(ms->impl);
 }
 
-int mapstore_bump_term(mapstore *ms, uint64_t *term) {
-    int rc = ms->ops->bump_term(ms, term);
-    if (audit_enabled())
-        audit_map_write("bump_term", rc, rc ? 0 : *term, ms->ops->version(ms->impl));
+/* ---- Writes: builders -------------------------------------------------------
+ * A write carries copies of its strings. A string that does not fit (or a
+ * NULL where one is needed) sets a bit in w->overflow, and the check then
+ * refuses it with the message the synchronous call always gave. */
+
+enum { OV_ID = 1, OV_NAME = 2, OV_TEXT = 4 };
+
+static void put_str(mapstore_write *w, char *dst, size_t cap, const char *src, unsigned bit) {
+    dst[0] = 0;
+    if (!src || strlen(src) >= cap)
+        w->overflow |= bit;
+    else
+        memcpy(dst, src, strlen(src) + 1);
+}
+
+static void w_init(mapstore_write *w, mapstore_wkind kind) {
+    memset(w, 0, sizeof *w);
+    w->kind = kind;
+}
+
+void mapstore_w_bump_term(mapstore_write *w) {
+    w_init(w, MAPSTORE_W_BUMP_TERM);
+}
+
+void mapstore_w_node_upsert(mapstore_write *w, const mapstore_node *n, int64_t now_ms) {
+    w_init(w, MAPSTORE_W_NODE_UPSERT);
+    if (n)
+        w->node = *n;
+    else
+        w->overflow |= OV_ID;
+    w->now_ms = now_ms;
+}
+
+void mapstore_w_node_set_liveness(mapstore_write *w, const char *id, mapstore_liveness l) {
+    w_init(w, MAPSTORE_W_NODE_SET_LIVENESS);
+    put_str(w, w->id, sizeof w->id, id, OV_ID);
+    w->value = (int)l;
+}
+
+void mapstore_w_node_set_membership(mapstore_write *w, const char *id, mapstore_membership m) {
+    w_init(w, MAPSTORE_W_NODE_SET_MEMBERSHIP);
+    put_str(w, w->id, sizeof w->id, id, OV_ID);
+    w->value = (int)m;
+}
+
+static void w_node_heartbeat(mapstore_write *w, const char *id, int64_t now_ms) {
+    w_init(w, MAPSTORE_W_NODE_HEARTBEAT);
+    put_str(w, w->id, sizeof w->id, id, OV_ID);
+    w->now_ms = now_ms;
+}
+
+static void w_partition_set_owner(mapstore_write *w, unsigned p, const char *owner) {
+    w_init(w, MAPSTORE_W_PARTITION_SET_OWNER);
+    w->partition = p;
+    w->has_id = owner != NULL;
+    if (owner) put_str(w, w->id, sizeof w->id, owner, OV_ID);
+}
+
+void mapstore_w_partition_place(mapstore_write *w, const mapstore_placement *pl, size_t n) {
+    w_init(w, MAPSTORE_W_PARTITION_PLACE);
+    w->pl = pl;
+    w->npl = n;
+}
+
+static void w_partition_set_pinned(mapstore_write *w, unsigned p, int pinned) {
+    w_init(w, MAPSTORE_W_PARTITION_SET_PINNED);
+    w->partition = p;
+    w->value = pinned;
+}
+
+void mapstore_w_move_create(mapstore_write *w, unsigned p, const char *to, const char *reason,
+                            int64_t now_ms) {
+    w_init(w, MAPSTORE_W_MOVE_CREATE);
+    w->partition = p;
+    put_str(w, w->id, sizeof w->id, to, OV_ID);
+    put_str(w, w->text, MAPSTORE_REASON_MAX + 1, reason ? reason : "", OV_TEXT);
+    w->now_ms = now_ms;
+}
+
+void mapstore_w_move_advance(mapstore_write *w, uint64_t id, mapstore_move_state state,
+                             int64_t now_ms, const char *abort_reason) {
+    w_init(w, MAPSTORE_W_MOVE_ADVANCE);
+    w->move = id;
+    w->value = (int)state;
+    w->now_ms = now_ms;
+    w->has_text = abort_reason != NULL;
+    if (abort_reason) put_str(w, w->text, MAPSTORE_REASON_MAX + 1, abort_reason, OV_TEXT);
+}
+
+void mapstore_w_move_set_bytes(mapstore_write *w, uint64_t id, uint64_t bytes) {
+    w_init(w, MAPSTORE_W_MOVE_SET_BYTES);
+    w->move = id;
+    w->bytes = bytes;
+}
+
+void mapstore_w_move_commit(mapstore_write *w, uint64_t id, int64_t now_ms) {
+    w_init(w, MAPSTORE_W_MOVE_COMMIT);
+    w->move = id;
+    w->now_ms = now_ms;
+}
+
+void mapstore_w_setting_set(mapstore_write *w, const char *name, const char *value,
+                            int64_t now_ms) {
+    w_init(w, MAPSTORE_W_SETTING_SET);
+    put_str(w, w->name, sizeof w->name, name, OV_NAME);
+    put_str(w, w->text, sizeof w->text, value, OV_TEXT);
+    w->now_ms = now_ms;
+}
+
+void mapstore_w_setting_unset(mapstore_write *w, const char *name) {
+    w_init(w, MAPSTORE_W_SETTING_UNSET);
+    put_str(w, w->name, sizeof w->name, name, OV_NAME);
+}
+
+/* ---- Writes: checks (no I/O, any time) ----------------------------------------- */
+
+static int w_id(mapstore *ms, const mapstore_write *w, const char *what) {
+    if (w->overflow & OV_ID)
+        return mapstore__errf(ms, KEEL_EINVAL, "%s: not a valid id (" KEEL_ID_RULE ")", what);
+    return check_id(ms, what, w->id);
+}
+
+static int w_reason(mapstore *ms, const mapstore_write *w) {
+    if (w->overflow & OV_TEXT)
+        return mapstore__errf(ms, KEEL_EINVAL, "reason longer than %d bytes", MAPSTORE_REASON_MAX);
+    return 0;
+}
+
+static int w_name(mapstore *ms, const mapstore_write *w) {
+    if (w->overflow & OV_NAME) return mapstore__errf(ms, KEEL_EINVAL, "not a valid setting name");
+    return check_setting_name(ms, w->name);
+}
+
+static int c_none(mapstore *ms, const mapstore_write *w) {
+    (void)ms, (void)w;
+    return 0;
+}
+
+static int c_node_upsert(mapstore *ms, const mapstore_write *w) {
+    if (w->overflow & OV_ID) return check_out(ms, NULL, NULL);
+    return check_node(ms, &w->node);
+}
+
+static int c_node_set_liveness(mapstore *ms, const mapstore_write *w) {
+    int rc;
+    if ((rc = w_id(ms, w, "node id"))) return rc;
+    if ((unsigned)w->value >= MAPSTORE_NODE_NLIVENESS)
+        return mapstore__errf(ms, KEEL_EINVAL, "invalid liveness %d", w->value);
+    return 0;
+}
+
+static int c_node_set_membership(mapstore *ms, const mapstore_write *w) {
+    int rc;
+    if ((rc = w_id(ms, w, "node id"))) return rc;
+    if ((unsigned)w->value >= MAPSTORE_MEMBER_N)
+        return mapstore__errf(ms, KEEL_EINVAL, "invalid membership %d", w->value);
+    return 0;
+}
+
+static int c_node_heartbeat(mapstore *ms, const mapstore_write *w) {
+    return w_id(ms, w, "node id");
+}
+
+static int c_partition_set_owner(mapstore *ms, const mapstore_write *w) {
+    int rc;
+    if ((rc = check_part(ms, w->partition))) return rc;
+    return w->has_id ? w_id(ms, w, "owner") : 0;
+}
+
+static int c_partition_place(mapstore *ms, const mapstore_write *w) {
+    return check_placement(ms, w->pl, w->npl);
+}
+
+static int c_partition_set_pinned(mapstore *ms, const mapstore_write *w) {
+    int rc;
+    if ((rc = check_part(ms, w->partition))) return rc;
+    if (w->value != 0 && w->value != 1)
+        return mapstore__errf(ms, KEEL_EINVAL, "pinned must be 0 or 1, not %d", w->value);
+    return 0;
+}
+
+static int c_move_create(mapstore *ms, const mapstore_write *w) {
+    int rc;
+    if ((rc = check_part(ms, w->partition)) || (rc = w_id(ms, w, "move destination")) ||
+        (rc = w_reason(ms, w)))
+        return rc;
+    return 0;
+}
+
+static int c_move_advance(mapstore *ms, const mapstore_write *w) {
+    if ((unsigned)w->value >= MAPSTORE_MOVE_NSTATES)
+        return mapstore__errf(ms, KEEL_EINVAL, "invalid move state %d", w->value);
+    if (w->value == MAPSTORE_MOVE_COMMITTED)
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "a move becomes COMMITTED only by "
+                              "mapstore_move_commit");
+    if (w->has_text && w->value != MAPSTORE_MOVE_ABORTED)
+        return mapstore__errf(ms, KEEL_EINVAL, "an abort reason needs state ABORTED");
+    return w_reason(ms, w);
+}
+
+static int c_move_set_bytes(mapstore *ms, const mapstore_write *w) {
+    if (w->bytes > (uint64_t)INT64_MAX)
+        return mapstore__errf(ms, KEEL_ERANGE, "move bytes %llu too large",
+                              (unsigned long long)w->bytes);
+    return 0;
+}
+
+static int c_setting_set(mapstore *ms, const mapstore_write *w) {
+    int rc;
+    if ((rc = w_name(ms, w))) return rc;
+    if (w->overflow & OV_TEXT)
+        return mapstore__errf(ms, KEEL_EINVAL, "setting %s: value missing or longer than %d",
+                              w->name, MAPSTORE_SETTING_VALUE_MAX);
+    return 0;
+}
+
+static int c_setting_unset(mapstore *ms, const mapstore_write *w) {
+    return w_name(ms, w);
+}
+
+/* ---- Writes: the backend calls --------------------------------------------------- */
+
+static int r_bump_term(mapstore *ms, ms_job *j) {
+    return ms->ops->bump_term(ms, &j->r.term);
+}
+
+static int r_node_upsert(mapstore *ms, ms_job *j) {
+    return ms->ops->node_upsert(ms, &j->w.node, j->w.now_ms);
+}
+
+static int r_node_set_liveness(mapstore *ms, ms_job *j) {
+    return ms->ops->node_set_liveness(ms, j->w.id, (mapstore_liveness)j->w.value);
+}
+
+static int r_node_set_membership(mapstore *ms, ms_job *j) {
+    return ms->ops->node_set_membership(ms, j->w.id, (mapstore_membership)j->w.value);
+}
+
+static int r_node_heartbeat(mapstore *ms, ms_job *j) {
+    return ms->ops->node_heartbeat(ms, j->w.id, j->w.now_ms);
+}
+
+static int r_partition_set_owner(mapstore *ms, ms_job *j) {
+    return ms->ops->partition_set_owner(ms, j->w.partition, j->w.has_id ? j->w.id : NULL,
+                                        &j->r.epoch, &j->r.version);
+}
+
+static int r_partition_place(mapstore *ms, ms_job *j) {
+    if (!j->w.npl) { /* nothing to place: no transaction */
+        j->r.version = ms->ops->version(ms->impl);
+        return 0;
+    }
+    return ms->ops->partition_place(ms, j->pl, j->w.npl, &j->r.version);
+}
+
+static int r_partition_set_pinned(mapstore *ms, ms_job *j) {
+    return ms->ops->partition_set_pinned(ms, j->w.partition, j->w.value);
+}
+
+static int r_move_create(mapstore *ms, ms_job *j) {
+    return ms->ops->move_create(ms, j->w.partition, j->w.id, j->w.text, j->w.now_ms, &j->r.id);
+}
+
+static int r_move_advance(mapstore *ms, ms_job *j) {
+    return ms->ops->move_advance(ms, j->w.move, (mapstore_move_state)j->w.value, j->w.now_ms,
+                                 j->w.has_text ? j->w.text : "");
+}
+
+static int r_move_set_bytes(mapstore *ms, ms_job *j) {
+    return ms->ops->move_set_bytes(ms, j->w.move, j->w.bytes);
+}
+
+static int r_move_commit(mapstore *ms, ms_job *j) {
+    return ms->ops->move_commit(ms, j->w.move, j->w.now_ms, &j->r.epoch, &j->r.version);
+}
+
+static int r_setting_set(mapstore *ms, ms_job *j) {
+    return ms->ops->setting_set(ms, j->w.name, j->w.text, j->w.now_ms);
+}
+
+static int r_setting_unset(mapstore *ms, ms_job *j) {
+    return ms->ops->setting_unset(ms, j->w.name);
+}
+
+static int r_reload(mapstore *ms, ms_job *j) {
+    (void)ms;
+    j->want_fresh = 1; /* the re-read after the call is the whole job */
+    return 0;
+}
+
+/* ---- Writes: memory after success (the rules of mapstore.h) ---------------------- */
+
+static void a_none(mapstore *ms, const ms_job *j) {
+    (void)ms, (void)j;
+}
+
+static void a_node_upsert(mapstore *ms, const ms_job *j) {
+    (void)msc_put_node(ms, &j->w.node, j->w.now_ms); /* ENOMEM dropped the cache: still correct */
+}
+
+static void a_node_set_liveness(mapstore *ms, const ms_job *j) {
+    mapstore_node *n = msc_node(ms, j->w.id);
+    if (n) n->liveness = (mapstore_liveness)j->w.value;
+}
+
+static void a_node_set_membership(mapstore *ms, const ms_job *j) {
+    mapstore_node *n = msc_node(ms, j->w.id);
+    if (n) n->membership = (mapstore_membership)j->w.value;
+}
+
+static void a_node_heartbeat(mapstore *ms, const ms_job *j) {
+    msc_heartbeat(ms, j->w.id, j->w.now_ms);
+}
+
+static void a_partition_set_owner(mapstore *ms, const ms_job *j) {
+    if (!ms->c.have_parts) return;
+    mapstore_partition *c = &ms->c.parts[j->w.partition];
+    mapstore__owner_change(c, j->w.has_id ? j->w.id : NULL);
+    if (c->epoch != j->r.epoch) msc_drop(ms); /* cannot happen: the rules are shared */
+}
+
+static void a_partition_place(mapstore *ms, const ms_job *j) {
+    for (size_t i = 0; ms->c.have_parts && i < j->w.npl; i++) { /* each placed: owner, epoch + 1 */
+        mapstore__owner_change(&ms->c.parts[j->pl[i].partition], j->pl[i].owner);
+    }
+}
+
+static void a_partition_set_pinned(mapstore *ms, const ms_job *j) {
+    if (ms->c.have_parts) ms->c.parts[j->w.partition].pinned = j->w.value;
+}
+
+/* The new record is built from the partition as it was when the move was
+ * created: a move creation changes no partition, so as it is now. */
+static void a_move_create(mapstore *ms, const ms_job *j) {
+    if (!ms->c.have_moves) return;
+    if (!ms->c.have_parts) { /* cannot build the record: forget the moves */
+        msc_drop(ms);
+        return;
+    }
+    const mapstore_partition *part = &ms->c.parts[j->w.partition];
+    mapstore_move m;
+    memset(&m, 0, sizeof m);
+    m.id = j->r.id;
+    m.partition = j->w.partition;
+    snprintf(m.from, sizeof m.from, "%s", part->owner);
+    snprintf(m.to, sizeof m.to, "%s", j->w.id);
+    m.state = MAPSTORE_MOVE_PLANNED;
+    m.epoch = part->epoch;
+    m.at_ms[MAPSTORE_MOVE_PLANNED] = j->w.now_ms;
+    snprintf(m.reason, sizeof m.reason, "%s", j->w.text);
+    (void)msc_add_move(ms, &m);
+}
+
+static void a_move_advance(mapstore *ms, const ms_job *j) {
+    mapstore_move *m = msc_move(ms, j->w.move);
+    if (!m) return;
+    m->state = (mapstore_move_state)j->w.value;
+    m->at_ms[m->state] = j->w.now_ms;
+    if (m->state == MAPSTORE_MOVE_ABORTED)
+        snprintf(m->abort_reason, sizeof m->abort_reason, "%s", j->w.has_text ? j->w.text : "");
+}
+
+static void a_move_set_bytes(mapstore *ms, const ms_job *j) {
+    mapstore_move *m = msc_move(ms, j->w.move);
+    if (m) m->bytes = j->w.bytes;
+}
+
+static void a_move_commit(mapstore *ms, const ms_job *j) {
+    mapstore_move *m = msc_move(ms, j->w.move);
+    if (!m) { /* not cached: its partition's row cannot be updated from it */
+        if (ms->c.have_parts) msc_drop(ms);
+        return;
+    }
+    m->state = MAPSTORE_MOVE_COMMITTED;
+    m->at_ms[MAPSTORE_MOVE_COMMITTED] = j->w.now_ms;
+    if (ms->c.have_parts) {
+        mapstore_partition *c = &ms->c.parts[m->partition];
+        mapstore__owner_change(c, m->to);
+        if (c->epoch != j->r.epoch) msc_drop(ms); /* cannot happen: the rules are shared */
+    }
+}
+
+static void a_setting_set(mapstore *ms, const ms_job *j) {
+    (void)msc_put_setting(ms, j->w.name, j->w.text, j->w.now_ms);
+}
+
+static void a_setting_unset(mapstore *ms, const ms_job *j) {
+    msc_del_setting(ms, j->w.name);
+}
+
+const ms_wop ms_wops[MAPSTORE_W_NKINDS] = {
+    [MAPSTORE_W_BUMP_TERM] = {"bump_term", c_none, r_bump_term, a_none},
+    [MAPSTORE_W_NODE_UPSERT] = {"node_upsert", c_node_upsert, r_node_upsert, a_node_upsert},
+    [MAPSTORE_W_NODE_SET_LIVENESS] = {"node_set_liveness", c_node_set_liveness, r_node_set_liveness,
+                                      a_node_set_liveness},
+    [MAPSTORE_W_NODE_SET_MEMBERSHIP] = {"node_set_membership", c_node_set_membership,
+                                        r_node_set_membership, a_node_set_membership},
+    [MAPSTORE_W_NODE_HEARTBEAT] = {"node_heartbeat", c_node_heartbeat, r_node_heartbeat,
+                                   a_node_heartbeat},
+    [MAPSTORE_W_PARTITION_SET_OWNER] = {"partition_set_owner", c_partition_set_owner,
+                                        r_partition_set_owner, a_partition_set_owner},
+    [MAPSTORE_W_PARTITION_PLACE] = {"partition_place", c_partition_place, r_partition_place,
+                                    a_partition_place},
+    [MAPSTORE_W_PARTITION_SET_PINNED] = {"partition_set_pinned", c_partition_set_pinned,
+                                         r_partition_set_pinned, a_partition_set_pinned},
+    [MAPSTORE_W_MOVE_CREATE] = {"move_create", c_move_create, r_move_create, a_move_create},
+    [MAPSTORE_W_MOVE_ADVANCE] = {"move_advance", c_move_advance, r_move_advance, a_move_advance},
+    [MAPSTORE_W_MOVE_SET_BYTES] = {"move_set_bytes", c_move_set_bytes, r_move_set_bytes,
+                                   a_move_set_bytes},
+    [MAPSTORE_W_MOVE_COMMIT] = {"move_commit", c_none, r_move_commit, a_move_commit},
+    [MAPSTORE_W_SETTING_SET] = {"setting_set", c_setting_set, r_setting_set, a_setting_set},
+    [MAPSTORE_W_SETTING_UNSET] = {"setting_unset", c_setting_unset, r_setting_unset,
+                                  a_setting_unset},
+    [MAPSTORE_W_RELOAD] = {"reload", c_none, r_reload, a_none},
+};
+
+int ms_refusal(int rc) {
+    return rc == KEEL_EINVAL || rc == KEEL_ENOTFOUND || rc == KEEL_EEXIST || rc == KEEL_ERANGE;
+}
+
+/* Writes counted by mapstore_counters: every transaction but the term's
+ * (as before the write table existed) and an empty placement. */
+int ms_counted(const mapstore_write *w) {
+    return w->kind != MAPSTORE_W_BUMP_TERM && w->kind != MAPSTORE_W_RELOAD &&
+           !(w->kind == MAPSTORE_W_PARTITION_PLACE && w->npl == 0);
+}
+
+/* The synchronous path: check, run, count, apply, on the caller's thread. */
+static int write_sync(mapstore *ms, const mapstore_write *w, mapstore_result *r) {
+    if (ms->async)
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "asynchronous handle: writes go through mapstore_submit");
+    const ms_wop *op = &ms_wops[w->kind];
+    int rc = op->check(ms, w);
+    if (rc) return rc;
+    /* A move's record is built from its partition: have the partitions. */
+    if (w->kind == MAPSTORE_W_MOVE_CREATE && (rc = msc_parts(ms))) return rc;
+    ms_job *j = calloc(1, sizeof *j);
+    if (!j) return mapstore__errf(ms, KEEL_ENOMEM, "out of memory");
+    j->w = *w;
+    j->pl = (mapstore_placement *)w->pl;
+    rc = op->run(ms, j);
+    if (w->kind == MAPSTORE_W_NODE_HEARTBEAT) /* counted only: no backend stores them */
+        rc = counted(ms, rc);
+    else if (ms_counted(w))
+        rc = wrote(ms, rc);
+    else if (w->kind == MAPSTORE_W_BUMP_TERM && audit_enabled())
+        audit_map_write("bump_term", rc, rc ? 0 : j->r.term, ms->ops->version(ms->impl));
+    if (!rc) op->apply(ms, j);
+    *r = j->r;
+    free(j);
     return rc;
 }
 
-/* ---- Nodes ------------------------------------------------------------------ */
+/* ---- The synchronous calls ------------------------------------------------------- */
+
+int mapstore_bump_term(mapstore *ms, uint64_t *term) {
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_bump_term(&w);
+    int rc = write_sync(ms, &w, &r);
+    if (!rc && term) *term = r.term;
+    return rc;
+}
 
 int mapstore_node_upsert(mapstore *ms, const mapstore_node *n, int64_t now_ms) {
-    int rc;
-    if ((rc = check_node(ms, n))) return rc;
-    if ((rc = wrote(ms, ms->ops->node_upsert(ms, n, now_ms)))) return rc;
-    (void)msc_put_node(ms, n, now_ms); /* ENOMEM dropped the cache: still correct */
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_node_upsert(&w, n, now_ms);
+    return write_sync(ms, &w, &r);
 }
 
 int mapstore_node_get(mapstore *ms, const char *id, mapstore_node *out) {
@@ -310,33 +767,24 @@ int mapstore_node_list(mapstore *ms, mapstore_node **out, size_t *n) {
 }
 
 int mapstore_node_set_liveness(mapstore *ms, const char *id, mapstore_liveness l) {
-    int rc;
-    if ((rc = check_id(ms, "node id", id))) return rc;
-    if ((unsigned)l >= MAPSTORE_NODE_NLIVENESS)
-        return mapstore__errf(ms, KEEL_EINVAL, "invalid liveness %d", (int)l);
-    if ((rc = wrote(ms, ms->ops->node_set_liveness(ms, id, l)))) return rc;
-    mapstore_node *n = msc_node(ms, id);
-    if (n) n->liveness = l;
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_node_set_liveness(&w, id, l);
+    return write_sync(ms, &w, &r);
 }
 
 int mapstore_node_set_membership(mapstore *ms, const char *id, mapstore_membership m) {
-    int rc;
-    if ((rc = check_id(ms, "node id", id))) return rc;
-    if ((unsigned)m >= MAPSTORE_MEMBER_N)
-        return mapstore__errf(ms, KEEL_EINVAL, "invalid membership %d", (int)m);
-    if ((rc = wrote(ms, ms->ops->node_set_membership(ms, id, m)))) return rc;
-    mapstore_node *n = msc_node(ms, id);
-    if (n) n->membership = m;
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_node_set_membership(&w, id, m);
+    return write_sync(ms, &w, &r);
 }
 
 int mapstore_node_heartbeat(mapstore *ms, const char *id, int64_t now_ms) {
-    int rc;
-    if ((rc = check_id(ms, "node id", id))) return rc;
-    if ((rc = counted(ms, ms->ops->node_heartbeat(ms, id, now_ms)))) return rc;
-    msc_heartbeat(ms, id, now_ms);
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    w_node_heartbeat(&w, id, now_ms);
+    return write_sync(ms, &w, &r);
 }
 
 /* ---- Partitions ------------------------------------------------------------- */
@@ -359,31 +807,24 @@ int mapstore_partition_list(mapstore *ms, mapstore_partition **out, size_t *n) {
 
 int mapstore_partition_set_owner(mapstore *ms, unsigned p, const char *owner, uint64_t *epoch,
                                  uint64_t *version) {
-    int rc;
-    if ((rc = check_part(ms, p))) return rc;
-    if (owner && (rc = check_id(ms, "owner", owner))) return rc;
-    uint64_t e = 0;
-    if ((rc = wrote(ms, ms->ops->partition_set_owner(ms, p, owner, &e, version)))) return rc;
-    if (epoch) *epoch = e;
-    if (ms->c.have_parts) {
-        mapstore__owner_change(&ms->c.parts[p], owner);
-        if (ms->c.parts[p].epoch != e) msc_drop(ms); /* cannot happen: the rules are shared */
-    }
+    mapstore_write w;
+    mapstore_result r;
+    w_partition_set_owner(&w, p, owner);
+    int rc = write_sync(ms, &w, &r);
+    if (rc) return rc;
+    if (epoch) *epoch = r.epoch;
+    if (version) *version = r.version;
     return 0;
 }
 
 int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
                              uint64_t *version) {
-    int rc;
-    if ((rc = check_placement(ms, pl, n))) return rc;
-    if (n == 0) {
-        if (version) *version = mapstore_version(ms);
-        return 0;
-    }
-    if ((rc = wrote(ms, ms->ops->partition_place(ms, pl, n, version)))) return rc;
-    for (size_t i = 0; ms->c.have_parts && i < n; i++) /* each placed: owner, epochs + 1 */
-        mapstore__owner_change(&ms->c.parts[pl[i].partition], pl[i].owner);
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_partition_place(&w, pl, n);
+    int rc = write_sync(ms, &w, &r);
+    if (!rc && version) *version = r.version;
+    return rc;
 }
 
 /* n distinct valid ids, 1..KEEL_RF_MAX of them. */
@@ -404,6 +845,9 @@ static int check_id_list(mapstore *ms, const char *what, const char *const *ids,
 int mapstore_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
                                const char *const *isr, size_t n, uint64_t *pe) {
     int rc;
+    if (ms->async) /* not in the write table yet: no asynchronous form */
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "asynchronous handle: replica-set writes are synchronous only");
     if ((rc = check_part(ms, p)) || (rc = check_id_list(ms, "ISR", isr, n))) return rc;
     mapstore_partition np;
     /* A lost race (KEEL_EAGAIN) drops the cache in wrote(): another writer
@@ -417,6 +861,9 @@ int mapstore_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
 int mapstore_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_pe,
                                     const char *const *replicas, size_t n, uint64_t *pe) {
     int rc;
+    if (ms->async) /* not in the write table yet: no asynchronous form */
+        return mapstore__errf(ms, KEEL_EINVAL,
+                              "asynchronous handle: replica-set writes are synchronous only");
     if ((rc = check_part(ms, p)) || (rc = check_id_list(ms, "replicas", replicas, n))) return rc;
     mapstore_partition np;
     if ((rc = wrote(ms, ms->ops->partition_set_replicas(ms, p, expected_pe, replicas, n, &np))))
@@ -543,42 +990,22 @@ int mapstore__part_check(const mapstore_partition *p) {
 }
 
 int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {
-    int rc;
-    if ((rc = check_part(ms, p))) return rc;
-    if (pinned != 0 && pinned != 1)
-        return mapstore__errf(ms, KEEL_EINVAL, "pinned must be 0 or 1, not %d", pinned);
-    if ((rc = wrote(ms, ms->ops->partition_set_pinned(ms, p, pinned)))) return rc;
-    if (ms->c.have_parts) ms->c.parts[p].pinned = pinned;
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    w_partition_set_pinned(&w, p, pinned);
+    return write_sync(ms, &w, &r);
 }
 
 /* ---- Moves ------------------------------------------------------------------ */
 
 int mapstore_move_create(mapstore *ms, unsigned p, const char *to, const char *reason,
                          int64_t now_ms, uint64_t *id) {
-    int rc;
-    if ((rc = check_part(ms, p)) || (rc = check_id(ms, "move destination", to)) ||
-        (rc = check_reason(ms, reason)))
-        return rc;
-    /* The new record is built from the partition as it is now. */
-    if ((rc = msc_parts(ms))) return rc;
-    uint64_t mid = 0;
-    mapstore_partition part = ms->c.parts[p];
-    if ((rc = wrote(ms, ms->ops->move_create(ms, p, to, reason ? reason : "", now_ms, &mid))))
-        return rc;
-    if (id) *id = mid;
-    mapstore_move m;
-    memset(&m, 0, sizeof m);
-    m.id = mid;
-    m.partition = p;
-    snprintf(m.from, sizeof m.from, "%s", part.owner);
-    snprintf(m.to, sizeof m.to, "%s", to);
-    m.state = MAPSTORE_MOVE_PLANNED;
-    m.epoch = part.epoch;
-    m.at_ms[MAPSTORE_MOVE_PLANNED] = now_ms;
-    snprintf(m.reason, sizeof m.reason, "%s", reason ? reason : "");
-    (void)msc_add_move(ms, &m);
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_move_create(&w, p, to, reason, now_ms);
+    int rc = write_sync(ms, &w, &r);
+    if (!rc && id) *id = r.id;
+    return rc;
 }
 
 int mapstore_move_get(mapstore *ms, uint64_t id, mapstore_move *out) {
@@ -617,72 +1044,38 @@ int mapstore_move_list(mapstore *ms, int unfinished, mapstore_move **out, size_t
 
 int mapstore_move_advance(mapstore *ms, uint64_t id, mapstore_move_state state, int64_t now_ms,
                           const char *abort_reason) {
-    int rc;
-    if ((unsigned)state >= MAPSTORE_MOVE_NSTATES)
-        return mapstore__errf(ms, KEEL_EINVAL, "invalid move state %d", (int)state);
-    if (state == MAPSTORE_MOVE_COMMITTED)
-        return mapstore__errf(ms, KEEL_EINVAL,
-                              "a move becomes COMMITTED only by "
-                              "mapstore_move_commit");
-    if (abort_reason && state != MAPSTORE_MOVE_ABORTED)
-        return mapstore__errf(ms, KEEL_EINVAL, "an abort reason needs state ABORTED");
-    if ((rc = check_reason(ms, abort_reason))) return rc;
-    if ((rc = wrote(
-             ms, ms->ops->move_advance(ms, id, state, now_ms, abort_reason ? abort_reason : ""))))
-        return rc;
-    mapstore_move *m = msc_move(ms, id);
-    if (m) {
-        m->state = state;
-        m->at_ms[state] = now_ms;
-        if (state == MAPSTORE_MOVE_ABORTED)
-            snprintf(m->abort_reason, sizeof m->abort_reason, "%s",
-                     abort_reason ? abort_reason : "");
-    }
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_move_advance(&w, id, state, now_ms, abort_reason);
+    return write_sync(ms, &w, &r);
 }
 
 int mapstore_move_set_bytes(mapstore *ms, uint64_t id, uint64_t bytes) {
-    if (bytes > (uint64_t)INT64_MAX)
-        return mapstore__errf(ms, KEEL_ERANGE, "move bytes %llu too large",
-                              (unsigned long long)bytes);
-    int rc = wrote(ms, ms->ops->move_set_bytes(ms, id, bytes));
-    mapstore_move *m = rc ? NULL : msc_move(ms, id);
-    if (m) m->bytes = bytes;
-    return rc;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_move_set_bytes(&w, id, bytes);
+    return write_sync(ms, &w, &r);
 }
 
 int mapstore_move_commit(mapstore *ms, uint64_t id, int64_t now_ms, uint64_t *epoch,
                          uint64_t *version) {
-    uint64_t e = 0;
-    int rc = wrote(ms, ms->ops->move_commit(ms, id, now_ms, &e, version));
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_move_commit(&w, id, now_ms);
+    int rc = write_sync(ms, &w, &r);
     if (rc) return rc;
-    if (epoch) *epoch = e;
-    mapstore_move *m = msc_move(ms, id);
-    if (!m) { /* not cached: its partition's row cannot be updated from it */
-        if (ms->c.have_parts) msc_drop(ms);
-        return 0;
-    }
-    m->state = MAPSTORE_MOVE_COMMITTED;
-    m->at_ms[MAPSTORE_MOVE_COMMITTED] = now_ms;
-    if (ms->c.have_parts) {
-        mapstore_partition *c = &ms->c.parts[m->partition];
-        mapstore__owner_change(c, m->to);
-        if (c->epoch != e) msc_drop(ms); /* cannot happen: the rules are shared */
-    }
+    if (epoch) *epoch = r.epoch;
+    if (version) *version = r.version;
     return 0;
 }
 
 /* ---- Settings --------------------------------------------------------------- */
 
 int mapstore_setting_set(mapstore *ms, const char *name, const char *value, int64_t now_ms) {
-    int rc;
-    if ((rc = check_setting_name(ms, name))) return rc;
-    if (!value || strlen(value) > MAPSTORE_SETTING_VALUE_MAX)
-        return mapstore__errf(ms, KEEL_EINVAL, "setting %s: value missing or longer than %d", name,
-                              MAPSTORE_SETTING_VALUE_MAX);
-    if ((rc = wrote(ms, ms->ops->setting_set(ms, name, value, now_ms)))) return rc;
-    (void)msc_put_setting(ms, name, value, now_ms);
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_setting_set(&w, name, value, now_ms);
+    return write_sync(ms, &w, &r);
 }
 
 int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out) {
@@ -696,11 +1089,10 @@ int mapstore_setting_get(mapstore *ms, const char *name, mapstore_setting *out) 
 }
 
 int mapstore_setting_unset(mapstore *ms, const char *name) {
-    int rc;
-    if ((rc = check_setting_name(ms, name))) return rc;
-    if ((rc = wrote(ms, ms->ops->setting_unset(ms, name)))) return rc;
-    msc_del_setting(ms, name);
-    return 0;
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_setting_unset(&w, name);
+    return write_sync(ms, &w, &r);
 }
 
 int mapstore_setting_list(mapstore *ms, mapstore_setting **out, size_t *n) {

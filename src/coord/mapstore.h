@@ -74,8 +74,9 @@
  *   KEEL_ENOMEM     out of memory
  *
  * Threads: a handle belongs to one thread; no call is safe concurrently with
- * another on the same handle. Distinct handles (on distinct stores) are
- * independent. A store can be open in one handle of one process at a time.
+ * another on the same handle (after mapstore_async_start the handle's
+ * backend runs on a worker thread of its own; see "Asynchronous writes"). Distinct handles (on
+ * distinct stores) are independent. A store can be open in one handle of one process at a time.
  */
 #ifndef KEEL_MAPSTORE_H
 #define KEEL_MAPSTORE_H
@@ -407,6 +408,140 @@ KEEL_MUST_CHECK int mapstore_setting_unset(mapstore *ms, const char *name);
 /* All settings ordered by name; *out malloc'd (caller frees; NULL when *n
  * is 0). Errors: KEEL_ENOMEM, KEEL_EIO. */
 KEEL_MUST_CHECK int mapstore_setting_list(mapstore *ms, mapstore_setting **out, size_t *n);
+
+/* ---- Asynchronous writes -----------------------------------------------
+ * The coordinator's event loop must never wait on the store (issue 12): on
+ * etcd one write can take seconds when etcd accepts connections and does
+ * not answer. mapstore_async_start moves the handle's writes to a thread of
+ * its own; from then on:
+ *
+ *   - every write is a mapstore_write submitted with mapstore_submit, which
+ *     validates it at once (the same checks, codes and errmsg as the
+ *     synchronous call) and returns; the backend runs it on the store's
+ *     worker thread, and `done` runs later on the loop thread with the
+ *     outcome - never inside mapstore_submit, even when the write fails
+ *     at once or the backend is SQLite (one path for both backends);
+ *   - writes run one at a time, in submission order, and their completions
+ *     run in that order: a later write is validated by the backend against
+ *     the state the earlier ones left (each etcd transaction is guarded by
+ *     the previous one's revision);
+ *   - every read (mapstore_*_get, *_list, term, version) is served from the
+ *     handle's memory, which mapstore_async_start loads whole and which
+ *     changes only on the loop thread, in a completion: a write shows in
+ *     reads from its own completion on (not while it is pending), by the
+ *     rules stated at each call above;
+ *   - a write that fails other than by a refusal (KEEL_EIO, KEEL_EUNKNOWN,
+ *     KEEL_EAGAIN, KEEL_ENOTLEADER...) is followed, on the worker, by a
+ *     re-read of the whole store; its completion installs what was read, so
+ *     the memory again matches the store (an outcome-unknown commit that
+ *     applied shows as applied). If that re-read fails too,
+ *     mapstore_stale() is 1 until a later re-read succeeds (each later
+ *     write re-reads after it runs while stale; mapstore_reload_submit asks
+ *     for one);
+ *   - the synchronous write calls above fail with KEEL_EINVAL ("asynchronous
+ *     handle") and change nothing.
+ *
+ * Threads: mapstore_async_start, mapstore_submit, the reads and the
+ * completions are the loop thread's; the backend runs on the worker only.
+ */
+
+typedef enum mapstore_wkind {
+    MAPSTORE_W_BUMP_TERM = 0,
+    MAPSTORE_W_NODE_UPSERT,
+    MAPSTORE_W_NODE_SET_LIVENESS,
+    MAPSTORE_W_NODE_SET_MEMBERSHIP,
+    MAPSTORE_W_NODE_HEARTBEAT,
+    MAPSTORE_W_PARTITION_SET_OWNER,
+    MAPSTORE_W_PARTITION_PLACE,
+    MAPSTORE_W_PARTITION_SET_PINNED,
+    MAPSTORE_W_MOVE_CREATE,
+    MAPSTORE_W_MOVE_ADVANCE,
+    MAPSTORE_W_MOVE_SET_BYTES,
+    MAPSTORE_W_MOVE_COMMIT,
+    MAPSTORE_W_SETTING_SET,
+    MAPSTORE_W_SETTING_UNSET,
+    MAPSTORE_W_RELOAD, /* no write: re-read the whole store into memory */
+    MAPSTORE_W_NKINDS
+} mapstore_wkind;
+
+/* One write, the arguments of the synchronous call of the same name. Build
+ * it with the mapstore_w_* helpers below; every string is copied in. */
+typedef struct mapstore_write {
+    mapstore_wkind kind;
+    mapstore_node node;       /* NODE_UPSERT */
+    char id[KEEL_ID_MAX + 1]; /* node id; SET_OWNER's owner; MOVE_CREATE's `to` */
+    int has_id;               /* SET_OWNER: 0 = no owner */
+    unsigned partition;       /* SET_OWNER, SET_PINNED, MOVE_CREATE */
+    int value;                /* liveness, membership, pinned or move state */
+    uint64_t move;            /* MOVE_ADVANCE, SET_BYTES, COMMIT */
+    uint64_t bytes;           /* SET_BYTES */
+    int64_t now_ms;
+    char name[MAPSTORE_SETTING_NAME_MAX + 1];  /* SETTING_* */
+    char text[MAPSTORE_SETTING_VALUE_MAX + 1]; /* setting value, reason, abort reason */
+    int has_text;                              /* MOVE_ADVANCE: 0 = no abort reason */
+    const mapstore_placement *pl; /* PARTITION_PLACE: borrowed until mapstore_submit returns */
+    size_t npl;
+    unsigned overflow; /* builders: a string that did not fit (or was NULL): refused */
+} mapstore_write;
+
+/* What a write returned: rc as the synchronous call would (0 or KEEL_E*);
+ * errmsg its reason (valid during the callback only); the synchronous
+ * call's outputs: id (MOVE_CREATE), epoch (SET_OWNER, COMMIT), version
+ * (SET_OWNER, PLACE, COMMIT), term (BUMP_TERM). */
+typedef struct mapstore_result {
+    mapstore_wkind kind;
+    int rc;
+    const char *errmsg;
+    uint64_t id, epoch, version, term;
+} mapstore_result;
+
+/* Runs on the loop thread once per accepted write, in submission order. */
+typedef void (*mapstore_done_fn)(void *arg, const mapstore_result *r);
+
+/* Starts the worker thread and a uv_async_t on loop, after loading the whole
+ * map into memory (one backend read of each of nodes, partitions, moves and
+ * settings, here, synchronously). Errors: KEEL_EINVAL (already started),
+ * KEEL_ENOMEM, KEEL_EIO, and the backend's read errors. */
+struct uv_loop_s; /* uv_loop_t, <uv.h> */
+KEEL_MUST_CHECK int mapstore_async_start(mapstore *ms, struct uv_loop_s *loop);
+/* Stops the worker: waits for the write it is running, drops the queued
+ * ones and the undelivered completions (their callbacks never run), and
+ * closes the uv_async_t (the loop must run once more to finish the close).
+ * Safe to call twice; mapstore_free calls it. */
+void mapstore_async_stop(mapstore *ms);
+/* 1 once mapstore_async_start succeeded (until mapstore_async_stop). */
+int mapstore_is_async(const mapstore *ms);
+/* Validates w and queues it. 0: accepted, done(arg, result) will run
+ * exactly once on the loop thread (unless the handle is stopped first);
+ * done may be NULL. Otherwise a KEEL_E* from validation (KEEL_EINVAL,
+ * KEEL_ERANGE), KEEL_ENOMEM, or KEEL_EINVAL when the handle is not
+ * asynchronous; nothing was queued, done never runs, mapstore_errmsg says
+ * why. w is borrowed for the call. */
+KEEL_MUST_CHECK int mapstore_submit(mapstore *ms, const mapstore_write *w, mapstore_done_fn done,
+                                    void *arg);
+/* Queues a re-read of the whole store (MAPSTORE_W_RELOAD); rc of the
+ * result is the read's. Same returns as mapstore_submit. */
+KEEL_MUST_CHECK int mapstore_reload_submit(mapstore *ms, mapstore_done_fn done, void *arg);
+/* Writes accepted whose completion has not run yet. */
+size_t mapstore_pending(const mapstore *ms);
+/* 1 when memory may differ from the store: a write failed other than by a
+ * refusal and the re-read after it failed too. */
+int mapstore_stale(const mapstore *ms);
+
+/* Builders: fill *w for one write (w is zeroed first). */
+void mapstore_w_bump_term(mapstore_write *w);
+void mapstore_w_node_upsert(mapstore_write *w, const mapstore_node *n, int64_t now_ms);
+void mapstore_w_node_set_liveness(mapstore_write *w, const char *id, mapstore_liveness l);
+void mapstore_w_node_set_membership(mapstore_write *w, const char *id, mapstore_membership m);
+void mapstore_w_partition_place(mapstore_write *w, const mapstore_placement *pl, size_t n);
+void mapstore_w_move_create(mapstore_write *w, unsigned p, const char *to, const char *reason,
+                            int64_t now_ms);
+void mapstore_w_move_advance(mapstore_write *w, uint64_t id, mapstore_move_state state,
+                             int64_t now_ms, const char *abort_reason);
+void mapstore_w_move_set_bytes(mapstore_write *w, uint64_t id, uint64_t bytes);
+void mapstore_w_move_commit(mapstore_write *w, uint64_t id, int64_t now_ms);
+void mapstore_w_setting_set(mapstore_write *w, const char *name, const char *value, int64_t now_ms);
+void mapstore_w_setting_unset(mapstore_write *w, const char *name);
 
 /* ---- Backend interface (for backend implementations only) --------------
  * A backend implements these on its own state (`impl`). mapstore.c has

@@ -6,8 +6,15 @@
 
 #include "core/err.h"
 
+/* Asynchronous mode: the backend is the worker's; memory is loaded whole at
+ * the start and replaced whole after a re-read, so this does not happen. */
+static int not_loaded(mapstore *ms) {
+    return mapstore__errf(ms, KEEL_EIO, "map store: the map is not in memory");
+}
+
 int msc_nodes(mapstore *ms) {
     if (ms->c.have_nodes) return 0;
+    if (ms->async) return not_loaded(ms);
     ms->reads++;
     int rc = ms->ops->node_list(ms, &ms->c.nodes, &ms->c.nn);
     ms->c.have_nodes = rc == 0;
@@ -16,6 +23,7 @@ int msc_nodes(mapstore *ms) {
 
 int msc_parts(mapstore *ms) {
     if (ms->c.have_parts) return 0;
+    if (ms->async) return not_loaded(ms);
     size_t n = 0;
     ms->reads++;
     int rc = ms->ops->partition_list(ms, &ms->c.parts, &n);
@@ -31,6 +39,7 @@ int msc_parts(mapstore *ms) {
 
 int msc_moves(mapstore *ms) {
     if (ms->c.have_moves) return 0;
+    if (ms->async) return not_loaded(ms);
     ms->reads++;
     int rc = ms->ops->move_list(ms, 0, &ms->c.moves, &ms->c.nm);
     ms->c.have_moves = rc == 0;
@@ -39,6 +48,7 @@ int msc_moves(mapstore *ms) {
 
 int msc_settings(mapstore *ms) {
     if (ms->c.have_settings) return 0;
+    if (ms->async) return not_loaded(ms);
     ms->reads++;
     int rc = ms->ops->setting_list(ms, &ms->c.settings, &ms->c.ns);
     ms->c.have_settings = rc == 0;
@@ -54,7 +64,37 @@ void msc_free(mapstore *ms) {
 }
 
 void msc_drop(mapstore *ms) {
+    if (ms->async) { /* keep serving what is there; a re-read replaces it */
+        ms->stale = 1;
+        return;
+    }
     msc_free(ms);
+}
+
+static void cache_free(ms_cache *c) {
+    free(c->nodes);
+    free(c->parts);
+    free(c->moves);
+    free(c->settings);
+    memset(c, 0, sizeof *c);
+}
+
+int msc_load_all(mapstore *ms, ms_cache *c) {
+    size_t np = 0;
+    memset(c, 0, sizeof *c);
+    int rc = ms->ops->node_list(ms, &c->nodes, &c->nn);
+    if (!rc) rc = ms->ops->partition_list(ms, &c->parts, &np);
+    if (!rc && np != ms->partitions)
+        rc =
+            mapstore__errf(ms, KEEL_ECORRUPT, "%zu partitions listed, P is %u", np, ms->partitions);
+    if (!rc) rc = ms->ops->move_list(ms, 0, &c->moves, &c->nm);
+    if (!rc) rc = ms->ops->setting_list(ms, &c->settings, &c->ns);
+    if (rc) {
+        cache_free(c);
+        return rc;
+    }
+    c->have_nodes = c->have_parts = c->have_moves = c->have_settings = 1;
+    return 0;
 }
 
 mapstore_node *msc_node(mapstore *ms, const char *id) {

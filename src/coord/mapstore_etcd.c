@@ -15,8 +15,9 @@
  * Each write sets meta's write_id to one more than the last; the settle
  * after a lost answer reads it back (see tx_settle).
  *
- * Threads: the owner thread of the handle; HTTP runs on the etcd_client's
- * worker thread, and each call waits for its answer (mapstore_etcd.h).
+ * Threads: one thread at a time (the owner, or the map store's worker once
+ * the handle is asynchronous); HTTP runs on the etcd_client's worker thread,
+ * and each call waits for its answer (mapstore_etcd.h).
  */
 #include "coord/mapstore_etcd.h"
 

@@ -34,11 +34,12 @@
  *     returns KEEL_EUNKNOWN and the handle reloads before its next call.
  *     The caller must not treat KEEL_EUNKNOWN as "nothing changed".
  *
- * Threads and blocking: the HTTP runs on the client's worker thread, but
- * every call here waits for its answer (mapstore.h calls are synchronous):
- * a write waits at most 4 x (timeout_ms + 250 ms) (the commit and its
- * fence, twice) plus one reload; reads are served from memory. Handle use is the
- * owner thread's only, as in mapstore.h.
+ * Threads and blocking: the HTTP runs on the client's worker thread, and
+ * each backend call waits for its answer: a write at most 4 x (timeout_ms +
+ * 250 ms) (the commit and its fence, twice) plus one reload. On a handle
+ * made asynchronous (mapstore_async_start, mapstore.h) that wait is the map
+ * store's worker thread's, never the caller's loop; reads are served from
+ * memory. Handle use is one thread's at a time, as in mapstore.h.
  *
  * Errors besides mapstore.h's: KEEL_EUNKNOWN (above), KEEL_EAGAIN (the map
  * changed under this handle), KEEL_ELIMIT (a transaction over etcd's

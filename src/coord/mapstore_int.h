@@ -37,6 +37,31 @@ typedef struct ms_cache {
     size_t ns;
 } ms_cache;
 
+/* One queued write (mapstore_async.c): a copy of the write, with its own
+ * copy of a placement, and what the worker found. */
+typedef struct ms_placed {
+    unsigned partition;
+    char owner[KEEL_ID_MAX + 1];
+} ms_placed;
+
+typedef struct ms_job {
+    mapstore_write w;
+    ms_placed *placed;      /* PARTITION_PLACE: owned copy of w.pl */
+    mapstore_placement *pl; /* views into placed, for the backend call */
+    mapstore_result r;      /* rc and outputs */
+    char err[MAPSTORE_ERR_MAX];
+    int want_fresh;         /* re-read the store after running (the handle was stale) */
+    int have_fresh;         /* fresh holds a complete re-read */
+    ms_cache fresh;         /* the re-read, installed by the completion */
+    uint64_t term, version; /* the backend's after the job */
+    int reads;              /* backend reads of the re-read */
+    mapstore_done_fn done;
+    void *arg;
+    struct ms_job *next;
+} ms_job;
+
+typedef struct ms_async ms_async; /* mapstore_async.c */
+
 struct mapstore {
     const mapstore_ops *ops;
     void *impl;
@@ -45,7 +70,34 @@ struct mapstore {
     char errmsg[MAPSTORE_ERR_MAX];
     ms_cache c;
     uint64_t reads, writes; /* backend calls */
+    /* Asynchronous mode (mapstore.h). Loop thread: async, stale, term,
+     * version, pending; the worker writes only werr (through
+     * mapstore__errf, which picks it on the worker thread) and the job. */
+    ms_async *async;
+    int stale;
+    uint64_t term, version; /* as of the last completion */
+    size_t pending;
+    char werr[MAPSTORE_ERR_MAX];
 };
+
+/* The write table (mapstore.c): per kind, the argument checks (loop
+ * thread, no I/O), the backend call (the worker in asynchronous mode) and
+ * the update of memory after success (loop thread). */
+typedef struct ms_wop {
+    const char *name;
+    int (*check)(mapstore *ms, const mapstore_write *w);
+    int (*run)(mapstore *ms, ms_job *j);
+    void (*apply)(mapstore *ms, const ms_job *j);
+} ms_wop;
+extern const ms_wop ms_wops[MAPSTORE_W_NKINDS];
+/* 1 if rc is a refusal (changed nothing, memory stays valid). */
+int ms_refusal(int rc);
+/* 1 if the write counts in mapstore_counters' writes. */
+int ms_counted(const mapstore_write *w);
+/* Loads a complete copy of the store into *c (worker or owner thread). */
+int msc_load_all(mapstore *ms, ms_cache *c);
+/* 1 on the store's worker thread (mapstore__errf writes werr there). */
+int ms_on_worker(void);
 
 /* Load one part of the cache if it is not loaded yet (one backend read).
  * Return 0 or the backend's error. */
@@ -53,7 +105,9 @@ int msc_nodes(mapstore *ms);
 int msc_parts(mapstore *ms);
 int msc_moves(mapstore *ms);
 int msc_settings(mapstore *ms);
-/* Forget everything (after a failed write). */
+/* Forget everything (after a failed write). Asynchronous mode: keeps the
+ * memory and marks the handle stale instead (reads never reach the backend
+ * from the loop). */
 void msc_drop(mapstore *ms);
 void msc_free(mapstore *ms);
 

@@ -15,6 +15,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,10 @@ typedef struct fp_entry {
 
 unsigned failpoint__enabled;
 static fp_entry entries[FAILPOINT_MAX]; /* [0, failpoint__enabled) in use */
+/* Guards entries and failpoint__enabled: the coordinator's map store hits
+ * failpoints on its worker thread (coord/mapstore_async.c) while the loop
+ * sets them. Never held across a log line or a pause. */
+static pthread_mutex_t fp_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const action_names[] = {
 #define FAILPOINT_ACTION_STR(name, str) [FP_##name] = str,
@@ -150,8 +155,10 @@ int failpoint_set(const char *name, const char *spec, char *err, size_t cap) {
     fp_spec sp;
     int rc = parse_spec(spec ? spec : "", spec ? strlen(spec) : 0, &sp, err, cap);
     if (rc) return rc;
-    if ((rc = apply(name, n, &sp)))
-        return keel_errf(err, cap, rc, "too many failpoints enabled (max %d)", FAILPOINT_MAX);
+    pthread_mutex_lock(&fp_mu);
+    rc = apply(name, n, &sp);
+    pthread_mutex_unlock(&fp_mu);
+    if (rc) return keel_errf(err, cap, rc, "too many failpoints enabled (max %d)", FAILPOINT_MAX);
     return 0;
 }
 
@@ -233,14 +240,18 @@ int failpoint_load_env(const char *envval, char *err, size_t cap) {
         }
         s = end ? end + 1 : s + len;
     }
-    if (enabled_after(v, n) > FAILPOINT_MAX)
+    pthread_mutex_lock(&fp_mu);
+    if (enabled_after(v, n) > FAILPOINT_MAX) {
+        pthread_mutex_unlock(&fp_mu);
         return keel_errf(err, cap, KEEL_ELIMIT, "too many failpoints enabled (max %d)",
                          FAILPOINT_MAX);
+    }
     /* Only deciding entries, "off"s first, so the registry never overfills midway. */
     for (int pass = 0; pass < 2; pass++)
         for (unsigned i = 0; i < n; i++)
             if (is_last(v, n, i) && (v[i].spec.action == FP_NONE) == (pass == 0))
                 apply(v[i].name, v[i].name_len, &v[i].spec);
+    pthread_mutex_unlock(&fp_mu);
     return 0;
 }
 
@@ -255,8 +266,12 @@ static void sleep_ms(unsigned ms) {
 failpoint_action failpoint_hit(const char *name) {
     if (!failpoint__enabled || !name) return FP_NONE;
     size_t n = strnlen(name, FAILPOINT_NAME_MAX + 1);
+    pthread_mutex_lock(&fp_mu);
     fp_entry *e = n <= FAILPOINT_NAME_MAX ? find(name, n) : NULL;
-    if (!e) return FP_NONE;
+    if (!e) {
+        pthread_mutex_unlock(&fp_mu);
+        return FP_NONE;
+    }
     fp_spec sp = e->spec;
     unsigned left = 0;
     if (sp.count) {
@@ -266,6 +281,7 @@ failpoint_action failpoint_hit(const char *name) {
         else
             remove_at(e); /* e is dangling from here on */
     }
+    pthread_mutex_unlock(&fp_mu);
     char ms[24] = "", rem[16] = "unlimited";
     if (sp.action == FP_PAUSE) snprintf(ms, sizeof ms, " ms=%u", sp.pause_ms);
     if (sp.count) snprintf(rem, sizeof rem, "%u", left);
@@ -298,6 +314,7 @@ static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
 size_t failpoint_list(char *buf, size_t cap) {
     size_t len = 0;
     if (cap) buf[0] = 0;
+    pthread_mutex_lock(&fp_mu);
     for (unsigned i = 0; i < failpoint__enabled; i++) {
         const fp_entry *e = &entries[i];
         append(buf, cap, &len, "%s%s=", i ? ";" : "", e->name);
@@ -307,10 +324,13 @@ size_t failpoint_list(char *buf, size_t cap) {
         else
             append(buf, cap, &len, "%s", failpoint_action_name(e->spec.action));
     }
+    pthread_mutex_unlock(&fp_mu);
     return len;
 }
 
 void failpoint_clear_all(void) {
+    pthread_mutex_lock(&fp_mu);
     failpoint__enabled = 0;
     memset(entries, 0, sizeof entries);
+    pthread_mutex_unlock(&fp_mu);
 }

@@ -32,9 +32,10 @@
  *
  *   KEEL_FAILPOINTS="move.after_fence=crash;move.before_commit=2*pause(500)"
  *
- * Threads: the registry is process-wide and unlocked. Every call, including
- * failpoint_hit(), must come from the one event loop thread. A failpoint
- * needed on another thread would need a lock here first.
+ * Threads: the registry is process-wide, guarded by a mutex: any thread may
+ * set, list or hit failpoints (the coordinator's map store hits them on its
+ * worker thread). FAILPOINT()'s fast path reads the count unlocked; a hit
+ * racing a set may miss it.
  */
 #ifndef KEEL_FAILPOINT_H
 #define KEEL_FAILPOINT_H
