@@ -19,6 +19,7 @@
  * life.
  */
 #include "repsim.h"
+#include "simkit.h"
 
 #include "core/buf.h"
 #include "core/crc16.h"
@@ -152,8 +153,7 @@ struct sim {
     repsim_opts o;
     repsim_result *r;
     uint64_t rng, now, seq;
-    ev **heap;
-    size_t nheap, capheap;
+    simkit_queue q; /* pending events */
     int n;
     snode nodes[MAXN];
     uint64_t conn_gen[MAXN][MAXN];
@@ -192,57 +192,25 @@ static void trace(sim *w, const char *fmt, ...) {
     va_end(ap);
 }
 
-static uint64_t rnd(sim *w) { /* splitmix64 */
-    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+static uint64_t rnd(sim *w) { /* splitmix64 (simkit.h) */
+    return simkit_rnd(&w->rng);
 }
-static uint64_t rnd_in(sim *w, uint64_t lo, uint64_t hi) {
-    return lo + rnd(w) % (hi - lo + 1);
+static uint64_t rnd_in(sim *w, uint64_t lo, uint64_t hi) { /* [lo, hi] */
+    return simkit_rnd_in(&w->rng, lo, hi);
 }
 static int chance(sim *w, unsigned per_mille) {
-    return rnd(w) % 1000 < per_mille;
+    return simkit_chance(&w->rng, per_mille);
 }
 
 /* ---- Events ------------------------------------------------------------------- */
 
-static int ev_before(const ev *a, const ev *b) {
-    return a->at < b->at || (a->at == b->at && a->seq < b->seq);
-}
-
+/* The event queue orders by (at, seq): simkit.h. */
 static void heap_push(sim *w, ev *e) {
-    if (w->nheap == w->capheap) {
-        w->capheap = w->capheap ? w->capheap * 2 : 1024;
-        w->heap = realloc(w->heap, w->capheap * sizeof *w->heap);
-        if (!w->heap) abort();
-    }
-    size_t i = w->nheap++;
-    w->heap[i] = e;
-    while (i && ev_before(w->heap[i], w->heap[(i - 1) / 2])) {
-        ev *t = w->heap[i];
-        w->heap[i] = w->heap[(i - 1) / 2];
-        w->heap[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
+    simkit_push(&w->q, e->at, e->seq, e);
 }
 
 static ev *heap_pop(sim *w) {
-    if (!w->nheap) return NULL;
-    ev *top = w->heap[0];
-    w->heap[0] = w->heap[--w->nheap];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < w->nheap && ev_before(w->heap[l], w->heap[m])) m = l;
-        if (r < w->nheap && ev_before(w->heap[r], w->heap[m])) m = r;
-        if (m == i) break;
-        ev *t = w->heap[i];
-        w->heap[i] = w->heap[m];
-        w->heap[m] = t;
-        i = m;
-    }
-    return top;
+    return simkit_pop(&w->q);
 }
 
 static ev *ev_new(sim *w, int kind, uint64_t at, int node, ev_fn fn) {
@@ -1246,9 +1214,9 @@ done:
             free(n->sh[p].epoch);
         }
     }
-    while (w->nheap)
+    while (w->q.n)
         ev_free(heap_pop(w));
-    free(w->heap);
+    simkit_queue_free(&w->q);
     free(w->acks);
     free(w);
     rm_rf(root);
