@@ -592,6 +592,14 @@ static void on_clock_timer(uv_timer_t *t) {
 static void on_member_timer(uv_timer_t *t) {
     coord *co = t->data;
     int64_t now = coord_now(co);
+    /* A map store left stale by a write whose outcome was lost (or by a
+     * failed re-read) is read again until a read succeeds, so that memory
+     * shows a lost write that applied even if no later write comes. */
+    if (co->ms && mapstore_stale(co->ms) && !mapstore_pending(co->ms) &&
+        now >= co->stale_reload_ms) {
+        co->stale_reload_ms = now + 1000;
+        (void)mapstore_reload_submit(co->ms, NULL, NULL);
+    }
     check_members(co, now);
     coord_maybe_place(co, now);
     report_pause(co, now);

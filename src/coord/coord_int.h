@@ -51,6 +51,7 @@ typedef struct coord {
     struct coordkey *key; /* the coordinator's Ed25519 key (core/coordkey.h) */
     uint64_t term;
     uint64_t directive_seq; /* per term: every map sent is a new directive */
+    int64_t stale_reload_ms; /* next re-read of a stale map store (on_member_timer) */
     rserver *rs;
     struct http_server *http;
     uv_timer_t member_timer;

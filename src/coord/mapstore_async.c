@@ -133,7 +133,10 @@ static void complete(mapstore *ms, ms_job *j) {
         msc_free(ms);
         ms->c = j->fresh;
         memset(&j->fresh, 0, sizeof j->fresh);
-        ms->stale = 0;
+        /* After a write whose answer was lost, etcd may still apply it later
+         * (a request queued in a stopped or slow member): stay stale, so the
+         * owner's timer reads once more (coord.c, on_member_timer). */
+        ms->stale = rc && !ms_refusal(rc) && j->w.kind != MAPSTORE_W_RELOAD;
     } else if (rc == 0) {
         ms_wops[j->w.kind].apply(ms, j);
     } else if (!ms_refusal(rc)) {
