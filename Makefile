@@ -54,13 +54,17 @@ test: build build-asan npm-deps
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	cd $(BUILD_SAN) && ctest --output-on-failure -L unit -j 2
 
-# Random seeds of both simulators for SECONDS (default 60), side by side; a
-# failure prints its seed (replay: DETECTOR_SIM_SEED=S build/test-detector,
-# MOVESIM_SEED=S MOVESIM_VERBOSE=1 build/test-movesim).
+# Random seeds of the three simulators for SECONDS (default 60), side by
+# side; a failure prints its seed (replay: DETECTOR_SIM_SEED=S
+# build/test-detector, MOVESIM_SEED=S MOVESIM_VERBOSE=1 build/test-movesim,
+# REPSIM_SEED=S REPSIM_VERBOSE=1 build/test-repsim).
 SECONDS ?= 60
 sim-soak: build
 	@DETECTOR_SIM_SECONDS=$(SECONDS) ./$(BUILD)/test-detector & d=$$!; \
-	MOVESIM_SECONDS=$(SECONDS) ./$(BUILD)/test-movesim; m=$$?; wait $$d && exit $$m
+	REPSIM_SECONDS=$(SECONDS) ./$(BUILD)/test-repsim & r=$$!; \
+	MOVESIM_SECONDS=$(SECONDS) ./$(BUILD)/test-movesim; m=$$?; \
+	wait $$d; dd=$$?; wait $$r; rr=$$?; \
+	[ $$m -eq 0 ] && [ $$dd -eq 0 ] && [ $$rr -eq 0 ]
 
 # Redis 7.0.15's own test files, unmodified, from ../shared when present,
 # against a fresh keel node and a fresh redis-server per file; prints the
