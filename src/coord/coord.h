@@ -36,13 +36,13 @@ typedef struct coord_config {
     char bind[64];         /* --bind, default 127.0.0.1 */
     char requirepass[256]; /* --requirepass */
     int log_level;
-    char etcd[1024];       /* --etcd URL[,URL...]: the map store on etcd; "" = SQLite */
-    char etcd_prefix[129]; /* --etcd-prefix, default MAPSTORE_ETCD_DEFAULT_PREFIX */
-    int etcd_timeout_ms;   /* --etcd-timeout-ms, default MAPSTORE_ETCD_DEFAULT_TIMEOUT_MS */
-    char id[65];           /* --id C: leader election among coordinators (coord_elect.h) */
-    int lease_ttl_s;       /* --lease-ttl-s, default COORD_ELECT_DEFAULT_TTL_S */
-    int replicas;          /* --replicas RF for --init (0: COORD_RF_DEFAULT, coord_rf.h) */
-    int min_insync;        /* --min-insync for --init (0: the default for RF) */
+    char etcd[1024];          /* --etcd URL[,URL...]: the map store on etcd; "" = SQLite */
+    char etcd_prefix[129];    /* --etcd-prefix, default MAPSTORE_ETCD_DEFAULT_PREFIX */
+    int etcd_timeout_ms;      /* --etcd-timeout-ms, default MAPSTORE_ETCD_DEFAULT_TIMEOUT_MS */
+    char id[65];              /* --id C: leader election among coordinators (coord_elect.h) */
+    int lease_ttl_s;          /* --lease-ttl-s, default COORD_ELECT_DEFAULT_TTL_S */
+    int replicas;             /* --replicas RF for --init (0: COORD_RF_DEFAULT, coord_rf.h) */
+    int min_insync;           /* --min-insync for --init (0: the default for RF) */
     char audit_log[PATH_MAX]; /* --audit-log: a line per map-store write (core/audit.h) */
 } coord_config;
 

@@ -50,7 +50,7 @@ typedef struct coord {
     peerauth_secret secret;
     struct coordkey *key; /* the coordinator's Ed25519 key (core/coordkey.h) */
     uint64_t term;
-    uint64_t directive_seq; /* per term: every map sent is a new directive */
+    uint64_t directive_seq;  /* per term: every map sent is a new directive */
     int64_t stale_reload_ms; /* next re-read of a stale map store (on_member_timer) */
     rserver *rs;
     struct http_server *http;

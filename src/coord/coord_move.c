@@ -89,9 +89,9 @@ struct coord_moves_state {
     coord_move_counts counts;
     /* Concurrency, counted once per tick (may_start runs for every queued
      * move on every tick: no map-store query or full scan per move). */
-    long long max_all;       /* max_moves_cluster, or max(1, live nodes / 2) */
-    long long active;        /* moves started and not yet committed or aborted */
-    int64_t *last_commit_ms; /* [P] when each partition last changed owner */
+    long long max_all;        /* max_moves_cluster, or max(1, live nodes / 2) */
+    long long active;         /* moves started and not yet committed or aborted */
+    int64_t *last_commit_ms;  /* [P] when each partition last changed owner */
     struct mv_wait *creating; /* moves whose record is submitted, not yet created */
 };
 

@@ -456,8 +456,7 @@ static void on_turn_end(uv_check_t *h) {
         client *next = c->next_pending;
         c->pending = 0;
         c->next_pending = NULL;
-        if ((t || c->nmarks) && c->out.len > c->out_ready && !c->closing &&
-            client_seal(c, t)) {
+        if ((t || c->nmarks) && c->out.len > c->out_ready && !c->closing && client_seal(c, t)) {
             keel_log(KEEL_LOG_WARN, "client_closed", "client=%llu addr=%s reason=\"out of memory\"",
                      (unsigned long long)c->id, c->addr);
             client_close(c);
@@ -504,8 +503,9 @@ size_t rserver_drop_sealed(rserver *rs) {
     size_t n = 0;
     for (client *c = rs ? rs->clients : NULL; c; c = c->next) {
         if (!c->nmarks || c->closing) continue;
-        keel_log(KEEL_LOG_WARN, "client_closed", "client=%llu addr=%s reason=\"sealed replies dropped\"",
-                 (unsigned long long)c->id, c->addr);
+        keel_log(KEEL_LOG_WARN, "client_closed",
+                 "client=%llu addr=%s reason=\"sealed replies dropped\"", (unsigned long long)c->id,
+                 c->addr);
         client_close(c);
         n++;
     }

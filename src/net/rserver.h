@@ -83,9 +83,9 @@ typedef struct client {
     uv_tcp_t tcp;
     rserver *rs;
     resp_req *parser;
-    kbuf wbuf;  /* bytes of the write in flight */
-    kbuf saved; /* input behind a held request, <= 64 KiB; empty unless held */
-    kbuf sealed; /* replies of sealed turns, oldest first */
+    kbuf wbuf;                  /* bytes of the write in flight */
+    kbuf saved;                 /* input behind a held request, <= 64 KiB; empty unless held */
+    kbuf sealed;                /* replies of sealed turns, oldest first */
     struct rserver_mark *marks; /* per sealed turn: token and end offset in sealed */
     size_t nmarks, capmarks;
     size_t out_ready; /* leading bytes of out already past their turn (released) */

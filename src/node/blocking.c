@@ -498,7 +498,7 @@ void blocking_serve(server *s) {
             uint64_t serial = st->serial;
             resume(b, st, BLOCK_READY);
             if (st->linked && st->serial == serial) { /* blocked again */
-                if (!st->keep_trying) break;      /* the key is empty */
+                if (!st->keep_trying) break;          /* the key is empty */
                 skip++;
             }
         }

@@ -57,7 +57,7 @@ static void write_key_specs(cmd_ctx *x, const cmd_def *d) {
         resp_w_int(x->out, 2);
         return;
     }
-    if (d->keynum > 0) { /* numkeys at keynum, then the keys */
+    if (d->keynum > 0) {             /* numkeys at keynum, then the keys */
         int dest = d->first_key > 0; /* ZUNIONSTORE's destination first */
         resp_w_array(x->out, 1 + (size_t)dest);
         if (dest) write_range_spec(x, d, "OW update");
@@ -147,8 +147,8 @@ static void write_command_info(cmd_ctx *x, const cmd_def *d, const char *parent)
     resp_w_bulkstr(x->out, name);
     resp_w_int(x->out, d->arity);
     /* movablekeys: the keys depend on the arguments (numkeys, SORT's STORE) */
-    int movable = d->keynum > 0 || d->getkeys || !strcmp(d->name, "sort") ||
-                  !strcmp(d->name, "sort_ro");
+    int movable =
+        d->keynum > 0 || d->getkeys || !strcmp(d->name, "sort") || !strcmp(d->name, "sort_ro");
     int nomulti = (d->flags & CMD_NOMULTI) != 0;
     size_t nf = (size_t)movable + (size_t)nomulti;
     for (size_t i = 0; i < NFLAGS; i++)

@@ -60,7 +60,7 @@ H(georadiusbymember_ro) H(geosearch) H(geosearchstore)
 #define END                                                                                        \
     { 0 }
 
-                                                                                        static const
+                                                                                                                    static const
     cmd_def client_subs[] = {{"id", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_id, "connection",
                               "Returns the client ID"},
                              {"getname", 2, NA | F, 0, 0, 0, CLASS_ADMIN, cmd_client_getname,
@@ -73,14 +73,15 @@ H(georadiusbymember_ro) H(geosearch) H(geosearchstore)
                               "Returns information about the connection"},
                              {"kill", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_client_kill,
                               "connection", "Terminates open connections"},
-                             {"reply", 3, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_reply,
-                              "connection", "Instructs the server whether to reply to commands"},
+                             {"reply", 3, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_reply, "connection",
+                              "Instructs the server whether to reply to commands"},
                              {"setinfo", 4, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_setinfo,
                               "connection", "Sets information specific to the client"},
                              {"no-evict", 3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_client_no_evict,
                               "connection", "Sets the client eviction mode of the connection"},
                              {"getredir", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_getredir,
-                              "connection", "Returns the client ID to which the connection's "
+                              "connection",
+                              "Returns the client ID to which the connection's "
                               "tracking notifications are redirected"},
                              {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_client_help, "connection",
                               "Returns helpful text about the different subcommands"},
@@ -88,18 +89,18 @@ H(georadiusbymember_ro) H(geosearch) H(geosearchstore)
                               "connection", "Unblocks a client blocked by a blocking command"},
                              END};
 
-static const cmd_def config_subs[] = {{"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_get,
-                                       "server", "Returns configuration parameters"},
-                                      {"set", -4, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_set,
-                                       "server", "Sets configuration parameters in-flight"},
-                                      {"resetstat", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN,
-                                       cmd_config_resetstat, "server", "Resets the server's statistics"},
-                                      {"rewrite", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN,
-                                       cmd_config_rewrite, "server",
-                                       "Persists the effective configuration to file"},
-                                      {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_config_help,
-                                       "server", "Returns helpful text about the different subcommands"},
-                                      END};
+static const cmd_def config_subs[] = {
+    {"get", -3, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_get, "server",
+     "Returns configuration parameters"},
+    {"set", -4, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_set, "server",
+     "Sets configuration parameters in-flight"},
+    {"resetstat", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_resetstat, "server",
+     "Resets the server's statistics"},
+    {"rewrite", 2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_config_rewrite, "server",
+     "Persists the effective configuration to file"},
+    {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_config_help, "server",
+     "Returns helpful text about the different subcommands"},
+    END};
 
 static const cmd_def slowlog_subs[] = {
     {"get", -2, CMD_ADMIN, 0, 0, 0, CLASS_ADMIN, cmd_slowlog_get, "server",
@@ -157,23 +158,22 @@ static const cmd_def script_subs[] = {
      "Terminates a server-side Lua script during execution"},
     END};
 
-static const cmd_def command_subs[] = {{"count", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_count,
-                                        "server", "Returns a count of commands"},
-                                       {"info", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_info,
-                                        "server", "Returns information about commands"},
-                                       {"docs", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_docs,
-                                        "server", "Returns documentary information about commands"},
-                                       {"getkeys", -4, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_getkeys,
-                                        "server",
-                                        "Extracts the key names from an arbitrary command"},
-                                       {"getkeysandflags", -4, 0, 0, 0, 0, CLASS_ADMIN,
-                                        cmd_command_getkeysandflags, "server",
-                                        "Extracts the key names and access flags for an arbitrary command"},
-                                       {"list", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_list,
-                                        "server", "Returns a list of command names"},
-                                       {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_help,
-                                        "server", "Returns helpful text about the different subcommands"},
-                                       END};
+static const cmd_def command_subs[] = {
+    {"count", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_count, "server",
+     "Returns a count of commands"},
+    {"info", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_info, "server",
+     "Returns information about commands"},
+    {"docs", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_docs, "server",
+     "Returns documentary information about commands"},
+    {"getkeys", -4, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_getkeys, "server",
+     "Extracts the key names from an arbitrary command"},
+    {"getkeysandflags", -4, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_getkeysandflags, "server",
+     "Extracts the key names and access flags for an arbitrary command"},
+    {"list", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_list, "server",
+     "Returns a list of command names"},
+    {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_command_help, "server",
+     "Returns helpful text about the different subcommands"},
+    END};
 
 static const cmd_def cluster_subs[] = {
     {"slots", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_cluster_slots, "cluster",
@@ -194,7 +194,6 @@ static const cmd_def cluster_subs[] = {
     {"help", 2, 0, 0, 0, 0, CLASS_ADMIN, cmd_cluster_help, "cluster",
      "Returns helpful text about the different subcommands"},
     END};
-
 
 /* streams (cmd_xgroup.c): the container and each subcommand's key at argv[2] */
 static const cmd_def xgroup_subs[] = {
@@ -442,7 +441,8 @@ const cmd_def cmd_table[] = {
      "element is available otherwise"},
     {"blmpop", -5, W, 0, 0, 0, CLASS_WRITE, cmd_blmpop, "list",
      "Pops the first element from one of multiple lists. Blocks until an element is available "
-     "otherwise", NULL, 2},
+     "otherwise",
+     NULL, 2},
     /* sorted sets (cmd_zset.c, zset.h) */
     {"zadd", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_zadd, "sorted_set",
      "Adds one or more members to a sorted set, or updates their scores"},
@@ -548,7 +548,8 @@ const cmd_def cmd_table[] = {
      "Queries a geospatial index for members inside an area of a box or a circle, optionally "
      "stores the result"},
     /* streams (cmd_stream.c, cmd_xread.c, cmd_xgroup.c; stream.h) */
-    {"xadd", -5, W | F, 1, 1, 1, CLASS_WRITE, cmd_xadd, "stream", "Appends a new entry to a stream"},
+    {"xadd", -5, W | F, 1, 1, 1, CLASS_WRITE, cmd_xadd, "stream",
+     "Appends a new entry to a stream"},
     {"xlen", 2, R | F, 1, 1, 1, CLASS_READ, cmd_xlen, "stream",
      "Return the number of entries in a stream"},
     {"xrange", -4, R, 1, 1, 1, CLASS_READ, cmd_xrange, "stream",
@@ -563,10 +564,12 @@ const cmd_def cmd_table[] = {
      "An internal command for replicating stream values"},
     {"xread", -4, R, 0, 0, 0, CLASS_READ, cmd_xread, "stream",
      "Returns messages from multiple streams with IDs greater than the ones requested. Blocks "
-     "until a message is available otherwise", NULL, 0, getkeys_xread},
+     "until a message is available otherwise",
+     NULL, 0, getkeys_xread},
     {"xreadgroup", -7, W, 0, 0, 0, CLASS_WRITE, cmd_xreadgroup, "stream",
      "Returns new or historical messages from a stream for a consumer in a group. Blocks "
-     "until a message is available otherwise", NULL, 0, getkeys_xread},
+     "until a message is available otherwise",
+     NULL, 0, getkeys_xread},
     {"xgroup", -2, 0, 0, 0, 0, CLASS_WRITE, cmd_xgroup, "stream",
      "A container for consumer groups commands", xgroup_subs},
     {"xack", -4, W | F, 1, 1, 1, CLASS_WRITE, cmd_xack, "stream",
@@ -602,10 +605,10 @@ const cmd_def cmd_table[] = {
      "Starts a transaction"},
     {"exec", 1, CMD_NOQUEUE, 0, 0, 0, CLASS_ADMIN, cmd_exec, "transactions",
      "Executes all commands in a transaction"},
-    {"discard", 1, F | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CLASS_ADMIN, cmd_discard, "transactions",
-     "Discards a transaction"},
-    {"watch", -2, F | CMD_NOQUEUE | CMD_ALLOW_BUSY, 1, -1, 1, CLASS_ADMIN, cmd_watch, "transactions",
-     "Monitors changes to keys to determine the execution of a transaction"},
+    {"discard", 1, F | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CLASS_ADMIN, cmd_discard,
+     "transactions", "Discards a transaction"},
+    {"watch", -2, F | CMD_NOQUEUE | CMD_ALLOW_BUSY, 1, -1, 1, CLASS_ADMIN, cmd_watch,
+     "transactions", "Monitors changes to keys to determine the execution of a transaction"},
     {"unwatch", 1, F | CMD_ALLOW_BUSY, 0, 0, 0, CLASS_ADMIN, cmd_unwatch, "transactions",
      "Forgets about watched keys of a transaction"},
     /* connection and server */
@@ -641,7 +644,8 @@ const cmd_def cmd_table[] = {
     {"lastsave", 1, CMD_LOADING | CMD_STALE | F, 0, 0, 0, CLASS_ADMIN, cmd_lastsave, "server",
      "Returns the Unix timestamp of the last successful save to disk"},
     {"shutdown", -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOMULTI, 0, 0, 0,
-     CLASS_ADMIN, cmd_shutdown, "server", "Synchronously saves the database(s) to disk and shuts "
+     CLASS_ADMIN, cmd_shutdown, "server",
+     "Synchronously saves the database(s) to disk and shuts "
      "down the Redis server"},
     {"latency", -2, 0, 0, 0, 0, CLASS_ADMIN, cmd_latency, "server",
      "A container for latency diagnostics commands", latency_subs},
