@@ -3,7 +3,7 @@
  * thread, and their completions run on the owner's libuv loop.
  *
  *   loop thread                         worker thread
- *   mapstore_submit: check, copy  -->   todo queue (FIFO)
+ *   mapstore_submit: check, copy  -->   queued jobs (FIFO)
  *                                        run the backend call (may wait on
  *                                        etcd for seconds: only here)
  *                                        after a non-refusal failure, or
@@ -41,9 +41,9 @@ struct ms_async {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    ms_job *todo, *todo_tail; /* mu */
-    ms_job *done, *done_tail; /* mu */
-    int stop;                 /* mu */
+    ms_job *queued, *queued_tail; /* mu */
+    ms_job *done, *done_tail;     /* mu */
+    int stop;                     /* mu */
 };
 
 static _Thread_local int on_worker;
@@ -99,12 +99,12 @@ static void *worker(void *arg) {
     on_worker = 1;
     pthread_mutex_lock(&a->mu);
     for (;;) {
-        while (!a->stop && !a->todo)
+        while (!a->stop && !a->queued)
             pthread_cond_wait(&a->cv, &a->mu);
         if (a->stop) break;
-        ms_job *j = a->todo;
-        a->todo = j->next;
-        if (!a->todo) a->todo_tail = NULL;
+        ms_job *j = a->queued;
+        a->queued = j->next;
+        if (!a->queued) a->queued_tail = NULL;
         pthread_mutex_unlock(&a->mu);
         run_job(a->ms, j);
         pthread_mutex_lock(&a->mu);
@@ -218,9 +218,9 @@ void mapstore_async_stop(mapstore *ms) {
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
-    free_jobs(a->todo);
+    free_jobs(a->queued);
     free_jobs(a->done);
-    a->todo = a->todo_tail = a->done = a->done_tail = NULL;
+    a->queued = a->queued_tail = a->done = a->done_tail = NULL;
     ms->async = NULL;
     ms->pending = 0;
     if (!uv_is_closing((uv_handle_t *)&a->wake)) uv_close((uv_handle_t *)&a->wake, on_closed);
@@ -261,7 +261,7 @@ int mapstore_submit(mapstore *ms, const mapstore_write *w, mapstore_done_fn done
     j->arg = arg;
     j->want_fresh = ms->stale;
     pthread_mutex_lock(&a->mu);
-    push(&a->todo, &a->todo_tail, j);
+    push(&a->queued, &a->queued_tail, j);
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     ms->pending++;
