@@ -146,6 +146,41 @@ int arg_is(const cmd_ctx *x, int i, const char *word) {
     return i < x->argc && strcasecmp(x->argv[i], word) == 0;
 }
 
+int arg_mpop(cmd_ctx *x, int at, const char *w1, const char *w2, int *is_w1, int *nkeys,
+             long long *count) {
+    long long nk;
+    if (arg_ll(x->argv[at], x->argvlen[at], &nk) || nk <= 0) {
+        reply_err(x, "ERR numkeys should be greater than 0");
+        return -1;
+    }
+    if (nk > x->argc - at - 2) { /* the word's index, at + 1 + numkeys, past the end */
+        reply_syntax(x);
+        return -1;
+    }
+    int w = at + 1 + (int)nk;
+    *is_w1 = arg_is(x, w, w1);
+    if (!*is_w1 && !arg_is(x, w, w2)) {
+        reply_syntax(x);
+        return -1;
+    }
+    *count = -1;
+    for (int j = w + 1; j < x->argc; j++) { /* one COUNT, checked as it comes */
+        if (*count == -1 && arg_is(x, j, "count") && j + 1 < x->argc) {
+            j++;
+            if (arg_ll(x->argv[j], x->argvlen[j], count) || *count <= 0) {
+                reply_err(x, "ERR count should be greater than 0");
+                return -1;
+            }
+        } else {
+            reply_syntax(x);
+            return -1;
+        }
+    }
+    if (*count == -1) *count = 1;
+    *nkeys = (int)nk;
+    return 0;
+}
+
 /* ---- Dispatch ------------------------------------------------------------ */
 
 static void reply_unknown(cmd_ctx *x) {

@@ -99,5 +99,11 @@ void reply_arity(cmd_ctx *x, const cmd_def *d);
  * (no spaces, no '+', no leading zeros). Returns 0 or KEEL_EINVAL. */
 int arg_ll(const char *s, size_t len, long long *out);
 int arg_is(const cmd_ctx *x, int i, const char *word); /* case-insensitive */
+/* The tail of LMPOP, ZMPOP, BLMPOP and BZMPOP, as redis' *mpopGenericCommand:
+ * numkeys at argv[at], that many keys, then w1|w2 [COUNT count]. Returns 0
+ * with *is_w1 (1 for w1), *nkeys and *count (1 when absent), or -1 having
+ * replied the error (numkeys, syntax, count). */
+int arg_mpop(cmd_ctx *x, int at, const char *w1, const char *w2, int *is_w1, int *nkeys,
+             long long *count);
 
 #endif

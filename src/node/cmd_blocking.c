@@ -80,35 +80,12 @@ static int try_blmpop(cmd_ctx *x, int serving, void *arg) {
 }
 
 void cmd_blmpop(cmd_ctx *x) {
-    long long nk, count = -1;
-    if (arg_ll(x->argv[2], x->argvlen[2], &nk) || nk <= 0) {
-        reply_err(x, "ERR numkeys should be greater than 0");
-        return;
-    }
-    if (nk > x->argc - 4) { /* where_idx = 3 + numkeys past the end */
-        reply_syntax(x);
-        return;
-    }
-    int w = 3 + (int)nk, left = arg_is(x, w, "left");
-    if (!left && !arg_is(x, w, "right")) {
-        reply_syntax(x);
-        return;
-    }
-    for (int j = w + 1; j < x->argc; j++) {
-        if (count == -1 && arg_is(x, j, "count") && j + 1 < x->argc) {
-            j++;
-            if (arg_ll(x->argv[j], x->argvlen[j], &count) || count <= 0) {
-                reply_err(x, "ERR count should be greater than 0");
-                return;
-            }
-        } else {
-            reply_syntax(x);
-            return;
-        }
-    }
-    mpop_args a = {.pop = {.left = left, .count = count == -1 ? 1 : count}, .nkeys = (int)nk};
+    int left, nk;
+    long long count;
+    if (arg_mpop(x, 2, "left", "right", &left, &nk, &count)) return;
+    mpop_args a = {.pop = {.left = left, .count = count}, .nkeys = nk};
     blocking_spec sp = {.first_key = 3,
-                        .nkeys = (int)nk,
+                        .nkeys = nk,
                         .timeout_arg = 1,
                         .null_array = 1,
                         .try_serve = try_blmpop,

@@ -550,34 +550,10 @@ void cmd_lpos(cmd_ctx *x) {
  * elements from the first non-empty list, as redis' lmpopGenericCommand:
  * [key, [elements]], or a null array when every list is empty. */
 void cmd_lmpop(cmd_ctx *x) {
-    long long nk, count = 1;
-    if (arg_ll(x->argv[1], x->argvlen[1], &nk) || nk <= 0) {
-        reply_err(x, "ERR numkeys should be greater than 0");
-        return;
-    }
-    if (nk > x->argc - 3) {
-        reply_syntax(x);
-        return;
-    }
-    int w = 2 + (int)nk, left = arg_is(x, w, "left");
-    if (!left && !arg_is(x, w, "right")) {
-        reply_syntax(x);
-        return;
-    }
-    int seen = 0; /* redis' loop: one COUNT, checked as it comes, then syntax */
-    for (int j = w + 1; j < x->argc; j++) {
-        if (!seen && arg_is(x, j, "count") && j + 1 < x->argc) {
-            seen = 1;
-            j++;
-            if (arg_ll(x->argv[j], x->argvlen[j], &count) || count <= 0) {
-                reply_err(x, "ERR count should be greater than 0");
-                return;
-            }
-        } else {
-            reply_syntax(x);
-            return;
-        }
-    }
+    int left, nk;
+    long long count;
+    if (arg_mpop(x, 1, "left", "right", &left, &nk, &count)) return;
+    int w = 2 + nk;
     for (int i = 2; i < w; i++) {
         kbuf out;
         kbuf_init(&out);

@@ -89,35 +89,12 @@ void cmd_bzpopmax(cmd_ctx *x) {
 
 /* BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count] */
 void cmd_bzmpop(cmd_ctx *x) {
-    long long nk, count = -1;
-    if (arg_ll(x->argv[2], x->argvlen[2], &nk) || nk <= 0) {
-        reply_err(x, "ERR numkeys should be greater than 0");
-        return;
-    }
-    if (nk > x->argc - 4) { /* where_idx = 3 + numkeys past the end */
-        reply_syntax(x);
-        return;
-    }
-    int w = 3 + (int)nk, max = arg_is(x, w, "max");
-    if (!max && !arg_is(x, w, "min")) {
-        reply_syntax(x);
-        return;
-    }
-    for (int j = w + 1; j < x->argc; j++) {
-        if (count == -1 && arg_is(x, j, "count") && j + 1 < x->argc) {
-            j++;
-            if (arg_ll(x->argv[j], x->argvlen[j], &count) || count <= 0) {
-                reply_err(x, "ERR count should be greater than 0");
-                return;
-            }
-        } else {
-            reply_syntax(x);
-            return;
-        }
-    }
-    zpop_args a = {.max = max, .first = 3, .nkeys = (int)nk, .count = count == -1 ? 1 : count};
+    int max, nk;
+    long long count;
+    if (arg_mpop(x, 2, "max", "min", &max, &nk, &count)) return;
+    zpop_args a = {.max = max, .first = 3, .nkeys = nk, .count = count};
     blocking_spec sp = {.first_key = 3,
-                        .nkeys = (int)nk,
+                        .nkeys = nk,
                         .timeout_arg = 1,
                         .null_array = 1,
                         .try_serve = try_zpop,

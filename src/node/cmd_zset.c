@@ -551,38 +551,10 @@ void cmd_zpopmax(cmd_ctx *x) {
 /* ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]; dispatch routed the
  * keys (cmd_def.keynum). */
 void cmd_zmpop(cmd_ctx *x) {
-    long long nk, count = -1;
-    if (arg_ll(x->argv[1], x->argvlen[1], &nk) || nk <= 0) {
-        reply_err(x, "ERR numkeys should be greater than 0");
-        return;
-    }
+    int max, nk;
+    long long count;
+    if (arg_mpop(x, 1, "max", "min", &max, &nk, &count)) return;
     long long wi = 2 + nk;
-    if (wi >= x->argc) {
-        reply_syntax(x);
-        return;
-    }
-    int max;
-    if (arg_is(x, (int)wi, "min"))
-        max = 0;
-    else if (arg_is(x, (int)wi, "max"))
-        max = 1;
-    else {
-        reply_syntax(x);
-        return;
-    }
-    for (int j = (int)wi + 1; j < x->argc; j++) {
-        if (count == -1 && arg_is(x, j, "count") && j + 1 < x->argc) {
-            j++;
-            if (arg_ll(x->argv[j], x->argvlen[j], &count) || count <= 0) {
-                reply_err(x, "ERR count should be greater than 0");
-                return;
-            }
-        } else {
-            reply_syntax(x);
-            return;
-        }
-    }
-    if (count == -1) count = 1;
     for (int i = 2; i < wi; i++) {
         zlist l;
         zlist_init(&l);
