@@ -51,6 +51,9 @@ const setting_def coord_settings[] = {
     {"node_suspect_after_ms", "3000", "silence before a node is SUSPECT (3 heartbeats)", 300,
      3.6e6},
     {"node_dead_after_ms", "300000", "silence before a node is DOWN", 1000, 8.64e7},
+    {"replica_lease_ms", "2000",
+     "a leader serves a partition only this long after a heartbeat renewed its lease (RF > 1)",
+     200, 60000},
     {"bootstrap_wait_ms", "2000", "wait after the first node registers before placing", 0, 3.6e6},
     {"load_weight", "0.5", "weight of the load term against bytes", 0, 100},
     {"start_ratio", "1.25", "an episode starts above this max/mean", 1, 100},
@@ -781,6 +784,12 @@ const kbuf *coord_map_json(coord *co) {
         }
     }
     m.version = v;
+    int rf, min_insync;
+    coord_rf_get(co, &rf, &min_insync);
+    if (rf > 1) { /* an RF 1 map's text stays what older nodes read */
+        m.min_insync = (uint32_t)min_insync;
+        m.lease_ms = (uint32_t)coord_setting_ll(co, "replica_lease_ms");
+    }
     kbuf *b = &co->map_json;
     b->len = 0;
     if (!rc) rc = keel_map_write_json(&m, co->term, b);

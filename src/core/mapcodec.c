@@ -362,9 +362,19 @@ int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap) {
         rc = map_fail(err, cap, "\"version\" and \"term\" must be non-negative integers");
         goto fail;
     }
+    const cJSON *mi = cJSON_GetObjectItemCaseSensitive(root, "min_insync");
+    const cJSON *lease = cJSON_GetObjectItemCaseSensitive(root, "lease_ms");
+    uint64_t mis = 0, lms = 0;
+    if ((mi && (json_u64(mi, &mis) || mis < 1 || mis > KEEL_RF_MAX)) ||
+        (lease && (json_u64(lease, &lms) || lms < 100 || lms > 60000))) {
+        rc = map_fail(err, cap, "\"min_insync\" must be 1..7 and \"lease_ms\" 100..60000");
+        goto fail;
+    }
     if ((rc = keel_map_init(m, (unsigned)p))) goto fail;
     m->version = v;
     m->term = t;
+    m->min_insync = (uint32_t)mis;
+    m->lease_ms = (uint32_t)lms;
     if ((rc = parse_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), m, err, cap))) goto fail;
     if ((rc = parse_owners(cJSON_GetObjectItemCaseSensitive(root, "owners"), m, err, cap)))
         goto fail;
@@ -486,6 +496,8 @@ int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out) {
     int rc = KEEL_ENOMEM;
     if (!root || add_u64(root, "version", m->version) || add_u64(root, "term", term) ||
         add_u64(root, "partitions", m->partitions) ||
+        (m->min_insync && add_u64(root, "min_insync", m->min_insync)) ||
+        (m->lease_ms && add_u64(root, "lease_ms", m->lease_ms)) ||
         !(nodes = cJSON_AddArrayToObject(root, "nodes")))
         goto out;
     for (size_t k = 0; k < m->nnodes; k++)

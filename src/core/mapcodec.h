@@ -14,6 +14,10 @@
  *                "replicas": [ID, ...], "isr": [ID, ...],
  *                "leader_epoch": LE, "partition_epoch": PE}, ...]}
  *
+ * Top level, optional, for replication (issue 11): "min_insync" (1..7, the
+ * in-sync copies a write needs; absent = 1) and "lease_ms" (how long a
+ * leader's lease lasts from the heartbeat that renewed it, 100..60000;
+ * absent = 0, the node's default). Written only when non-zero.
  * "term" is written by the coordinator and optional on input; "version"
  * defaults to 1, "partitions" to 1024, "last" to "first", "epoch" to 1. The
  * parser ignores fields it does not know, at every level, so a writer may
@@ -97,6 +101,8 @@ typedef enum {
 typedef struct keel_map {
     uint64_t version;
     uint64_t term; /* the coordinator term it was written under; 0 if absent */
+    uint32_t min_insync; /* 0 = absent (reads as 1) */
+    uint32_t lease_ms;   /* 0 = absent (the node's default) */
     unsigned partitions;
     size_t nnodes;
     map_node *nodes;

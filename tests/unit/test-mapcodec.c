@@ -349,6 +349,43 @@ static void test_replica_refusals(void **state) {
     keel_map_close(&m);
 }
 
+/* "min_insync" and "lease_ms" round-trip, are absent when zero, and are
+ * refused out of range. */
+static void test_replication_settings_roundtrip(void **state) {
+    (void)state;
+    keel_map m, r;
+    kbuf b;
+    char err[128];
+    two_node_map(&m);
+    kbuf_init(&b);
+    assert_int_equal(keel_map_write_json(&m, 1, &b), 0);
+    assert_int_equal(kbuf_append(&b, "", 1), 0);
+    assert_null(strstr(b.p, "min_insync"));
+    assert_null(strstr(b.p, "lease_ms"));
+    m.min_insync = 2;
+    m.lease_ms = 2000;
+    b.len = 0;
+    assert_int_equal(keel_map_write_json(&m, 1, &b), 0);
+    assert_int_equal(kbuf_append(&b, "", 1), 0);
+    assert_non_null(strstr(b.p, "\"min_insync\":2"));
+    assert_non_null(strstr(b.p, "\"lease_ms\":2000"));
+    assert_int_equal(keel_map_parse_json(b.p, &r, err, sizeof err), 0);
+    assert_int_equal(r.min_insync, 2);
+    assert_int_equal(r.lease_ms, 2000);
+    keel_map_close(&r);
+    static const char *bad[] = {
+        "{\"partitions\":16,\"min_insync\":0}", "{\"partitions\":16,\"min_insync\":8}",
+        "{\"partitions\":16,\"lease_ms\":99}", "{\"partitions\":16,\"lease_ms\":60001}",
+        "{\"partitions\":16,\"lease_ms\":\"2000\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        assert_int_equal(keel_map_parse_json(bad[i], &r, err, sizeof err), KEEL_EINVAL);
+        assert_non_null(strstr(err, "min_insync"));
+    }
+    keel_map_close(&m);
+    kbuf_close(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_id_rule),
@@ -360,6 +397,7 @@ int main(void) {
         cmocka_unit_test(test_replicas_roundtrip),
         cmocka_unit_test(test_old_format_reads_as_rf1),
         cmocka_unit_test(test_replica_refusals),
+        cmocka_unit_test(test_replication_settings_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
