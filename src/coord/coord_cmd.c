@@ -764,7 +764,8 @@ static const ccmd table[] = {
     {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
     {"keel.auth", 2, 4, F_NOAUTH, c_keel_auth, NULL},
-    {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
+    /* 7 with the node's incarnation and fresh (replication contract C3) */
+    {"keel.register", 5, 7, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},
     {"keel.move.report", 8, 9, F_PEER | F_NOAUTH, NULL, c_keel_move_report},

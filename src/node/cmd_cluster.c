@@ -6,6 +6,7 @@
  * two ranges, and one owning everything shows 0-16383.
  */
 #include "node/cmd.h"
+#include "node/move.h"
 #include "core/crc16.h"
 
 #include <stdio.h>
@@ -270,4 +271,25 @@ void cmd_cluster_help(cmd_ctx *x) {
     resp_w_array(x->out, sizeof help / sizeof *help);
     for (size_t i = 0; i < sizeof help / sizeof *help; i++)
         resp_w_simple(x->out, help[i]);
+}
+
+/* READONLY / READWRITE: whether this connection may read replicated
+ * partitions from this node as a follower (node/rep_uv.h); Redis Cluster's
+ * replica reads. Off by default: a follower answers -MOVED to the leader. */
+static void set_readonly(cmd_ctx *x, int on) {
+    node_conn *nc = node_conn_of(x->c);
+    if (!nc) {
+        reply_err(x, "ERR out of memory");
+        return;
+    }
+    nc->readonly = on;
+    reply_ok(x);
+}
+
+void cmd_readonly(cmd_ctx *x) {
+    set_readonly(x, 1);
+}
+
+void cmd_readwrite(cmd_ctx *x) {
+    set_readonly(x, 0);
 }
