@@ -603,3 +603,41 @@ void node_rep_get_stats(node_rep *nr, node_rep_stats *out) {
 rep *node_rep_engine(node_rep *nr) {
     return nr ? nr->eng : NULL;
 }
+
+void node_rep_info_replication(node_rep *nr, kbuf *b) {
+    if (!nr) return;
+    node_rep_stats st;
+    node_rep_get_stats(nr, &st);
+    kbuf_printf(b,
+                "keel_rep_partitions_leader:%u\r\nkeel_rep_partitions_follower:%u\r\n"
+                "keel_rep_partitions_lagging:%u\r\nkeel_rep_max_uncommitted_batches:%llu\r\n"
+                "keel_rep_sealed_turns_waiting:%zu\r\n",
+                st.leader, st.follower, st.lagging, (unsigned long long)st.max_lag,
+                st.pending_turns);
+}
+
+void node_rep_info_keel(node_rep *nr, kbuf *b) {
+    if (!nr) return;
+    node_rep_stats st;
+    node_rep_get_stats(nr, &st);
+    kbuf_printf(b,
+                "rep_incarnation:%s\r\nrep_fresh:%d\r\nrep_lease_ms:%llu\r\n"
+                "rep_batches_sent:%llu\r\nrep_batches_applied:%llu\r\nrep_copies_sent:%llu\r\n"
+                "rep_copies_received:%llu\r\nrep_truncations:%llu\r\nrep_isr_proposals:%llu\r\n"
+                "rep_sealed_turns:%llu\r\nrep_released_turns:%llu\r\nrep_dropped_turns:%llu\r\n"
+                "rep_dropped_clients:%llu\r\nrep_sealed_bytes:%zu\r\nrep_sealed_clients:%zu\r\n"
+                "rep_tryagain:%llu\r\nrep_noreplicas:%llu\r\nrep_follower_reads:%llu\r\n"
+                "rep_msgs_out:%llu\r\nrep_msgs_in:%llu\r\nrep_msgs_dropped:%llu\r\n"
+                "rep_links_down:%llu\r\nrep_leases:%llu\r\nrep_leases_denied:%llu\r\n",
+                nr->inc, nr->fresh, (unsigned long long)nr->lease_ms,
+                (unsigned long long)st.eng.batches_sent, (unsigned long long)st.eng.batches_applied,
+                (unsigned long long)st.eng.copies_sent, (unsigned long long)st.eng.copies_received,
+                (unsigned long long)st.eng.truncations, (unsigned long long)st.eng.isr_proposals,
+                (unsigned long long)st.sealed_turns, (unsigned long long)st.released_turns,
+                (unsigned long long)st.dropped_turns, (unsigned long long)st.dropped_clients,
+                st.sealed_bytes, st.sealed_clients, (unsigned long long)st.tryagain,
+                (unsigned long long)st.noreplicas, (unsigned long long)st.follower_reads,
+                (unsigned long long)st.msgs_out, (unsigned long long)st.msgs_in,
+                (unsigned long long)st.msgs_dropped, (unsigned long long)st.links_down,
+                (unsigned long long)st.leases, (unsigned long long)st.lease_denied);
+}

@@ -110,6 +110,11 @@ void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer_id
 void node_rep_peer_closed(node_rep *nr, uint64_t client_id, const char *peer_id);
 
 void node_rep_get_stats(node_rep *nr, node_rep_stats *out);
+/* INFO lines ("keel_rep_*" in # Replication: partitions by role and the
+ * largest uncommitted lag; "rep_*" counters in # Keel). NULL nr (no
+ * cluster) writes nothing. */
+void node_rep_info_replication(node_rep *nr, kbuf *b);
+void node_rep_info_keel(node_rep *nr, kbuf *b);
 rep *node_rep_engine(node_rep *nr);
 
 #endif
