@@ -216,7 +216,6 @@ static void rf_text(coord *co, kbuf *b) {
     if (v.under_replicated || v.under_min_isr)
         kbuf_printf(b, "  (%zu partitions under-replicated, %zu below min_insync)",
                     v.under_replicated, v.under_min_isr);
-    if (COORD_RF_SERVED_MAX == 1) kbuf_printf(b, "  [RF > 1 not served until issue 11 step 3]");
     kbuf_printf(b, "\n");
 }
 
