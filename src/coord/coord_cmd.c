@@ -807,6 +807,7 @@ static const ccmd table[] = {
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
     {"failover", 2, 5, F_ADMIN, coord_c_failover, NULL},
     {"keel.auth", 2, 4, F_NOAUTH, c_keel_auth, NULL},
+    /* 7 with the node's incarnation and fresh (replication contract C3) */
     {"keel.register", 5, 7, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.rep.isr", 6, 6, F_PEER | F_NOAUTH, NULL, coord_c_rep_isr},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
