@@ -30,6 +30,7 @@
 #include "core/err.h"
 #include "core/num.h"
 #include "coord/coord_place.h"
+#include "coord/coord_rep.h"
 #include "coord/coord_rf.h"
 #include "core/coordkey.h"
 #include "core/failpoint.h"
@@ -826,6 +827,10 @@ const kbuf *coord_map_json(coord *co) {
         snprintf(mn.liveness, sizeof mn.liveness, "%s", mapstore_liveness_name(nodes[k].liveness));
         snprintf(mn.membership, sizeof mn.membership, "%s",
                  mapstore_membership_name(nodes[k].membership));
+#ifdef MAP_INCARNATION_MAX /* the per-node field of core/mapcodec (issue 11, C3) */
+        member *mb = coord_member(co, nodes[k].id, 0);
+        if (mb) snprintf(mn.incarnation, sizeof mn.incarnation, "%s", mb->map_incarnation);
+#endif
         int idx = keel_map_add(&m, &mn);
         if (idx < 0)
             keel_log(KEEL_LOG_ERROR, "map_node_skipped", "reason=\"%s\"", keel_strerror(idx));
@@ -876,6 +881,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     rserver_stop(co->rs);
     coord_rebalance_stop(co);
     coord_moves_stop(co);
+    coord_rep_stop(co);
     coord_dash_stop(co);
     http_stop(co->http);
     co->http = NULL;
@@ -999,7 +1005,7 @@ int coord_run(const coord_config *cfg) {
         snprintf(err, sizeof err, "cannot load the moves in flight: %s", mapstore_errmsg(co->ms));
         goto fail;
     }
-    if (coord_rebalance_start(co)) {
+    if (coord_rebalance_start(co) || coord_rep_start(co)) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
@@ -1036,6 +1042,7 @@ done:
     coord_elect_stop(elect); /* a leader resigns: a standby takes over at once */
     elect = NULL;
     coord_moves_stop(co);
+    coord_rep_stop(co);
     coord_dash_free(co);
     free(co->mv);
     if (co->ms && mapstore_is_async(co->ms)) {
