@@ -164,7 +164,7 @@ class Rig:
         self.etcd = etcd or Etcd(1)
         self.prefix = prefix or "/keel/rig-%d-%d/" % (os.getpid(), random.randrange(1 << 30))
         self.base = mkdtemp("keel-rig-")
-        keel_cli("coord", "--init", "--dir", self.base, "--partitions", P, "--etcd",
+        keel_cli("coord", "--init", "--dir", self.base, "--partitions", P, "--replicas", 1, "--etcd",
                  self.etcd.urls(), "--etcd-prefix", self.prefix)
         self.secret = os.path.join(self.base, "cluster.secret")
         self.audit = Audit(os.path.join(self.base, "audit.log"))
