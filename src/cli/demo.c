@@ -22,6 +22,7 @@
  * the ports contrib/prometheus/keel.yml scrapes for the default BASE 7000. */
 #include "cli/demo_client.h"
 #include "cli/demo_ha.h"
+#include "cli/demo_rf.h"
 #include "core/clock.h"
 #include "core/crc16.h"
 
@@ -42,7 +43,9 @@
 
 #define DEMO_MAX_NODES 9
 #define REBALANCE_TIMEOUT_S 600
-#define HTTP_OFFSET 80 /* the coordinator's HTTP port is BASE+80, node i's metrics BASE+80+i */
+#define HTTP_OFFSET 80    /* the coordinator's HTTP port is BASE+80, node i's metrics BASE+80+i */
+#define DEMO_RF_DEFAULT 1 /* copies of each partition (--replicas) */
+#define DEMO_DEAD_AFTER_MS 5000 /* node_dead_after_ms at RF > 1: RF is restored within the demo */
 
 int moves_render(redisContext *c, int all, int tty, const char *header); /* moves_watch.c */
 
@@ -53,11 +56,12 @@ static void on_stop(int sig) {
 }
 
 typedef struct demo {
-    long base, nodes, keys, exit_after, value_size, join, partitions;
+    long base, nodes, keys, exit_after, value_size, join, partitions, replicas;
     char dir[64], exe[PATH_MAX];
     pid_t pids[DEMO_MAX_NODES + 1]; /* [0] = coordinator */
     int slot_port[16384];
     demo_ha ha; /* --ha */
+    demo_rf rf; /* --replicas > 1: a node killed after the rebalance */
     /* --ha: the moves unfinished when the leader was killed, and how many
      * had committed by then */
     double inflight_at_kill[4096];
@@ -87,6 +91,7 @@ static int parse_flags(demo *d, int argc, char **argv) {
         if (!strcmp(f, "--help")) {
             printf("usage: keel demo [--nodes N] [--keys K] [--value-size B] [--join 0|1]\n"
                    "                 [--port BASE] [--exit-after SECONDS] [--partitions P] [--ha]\n"
+                   "                 [--replicas RF]\n"
                    "  N nodes (default 4) and K keys (default 500000) of B bytes (default 100);\n"
                    "  then one more node joins and the cluster rebalances itself (--join 0: no)\n"
                    "  the coordinator listens on BASE (default 7000), node i on BASE+i;\n"
@@ -94,7 +99,11 @@ static int parse_flags(demo *d, int argc, char **argv) {
                    "  /metrics on BASE+80+i\n"
                    "  --ha: three etcd members (client ports BASE+20..22) and three\n"
                    "  coordinators (BASE, BASE+10, BASE+11); the leader is killed with\n"
-                   "  SIGKILL during the join and the summary shows the failover\n");
+                   "  SIGKILL during the join and the summary shows the failover\n"
+                   "  --replicas RF: copies of each partition (default %d); above 1, after\n"
+                   "  the rebalance the node leading the most partitions is killed with\n"
+                   "  SIGKILL and the summary shows the failover and RF restored\n",
+                   DEMO_RF_DEFAULT);
             exit(0);
         }
         int rc = !strcmp(f, "--port")         ? parse_num(f, v, 1, 65000, &d->base)
@@ -103,6 +112,7 @@ static int parse_flags(demo *d, int argc, char **argv) {
                  : !strcmp(f, "--value-size") ? parse_num(f, v, 1, 1 << 20, &d->value_size)
                  : !strcmp(f, "--join")       ? parse_num(f, v, 0, 1, &d->join)
                  : !strcmp(f, "--partitions") ? parse_num(f, v, 16, 16384, &d->partitions)
+                 : !strcmp(f, "--replicas")   ? parse_num(f, v, 1, 7, &d->replicas)
                  : !strcmp(f, "--exit-after")
                      ? parse_num(f, v, 1, 1000000, &d->exit_after)
                      : (fprintf(stderr, "keel demo: unknown flag %s\n", f), -1);
@@ -226,6 +236,48 @@ static cJSON *coord_json(demo *d, const char *cmd) {
     return j;
 }
 
+static cJSON *rf_json(void *arg, const char *cmd) {
+    return coord_json(arg, cmd);
+}
+
+/* RF > 1: kills the node leading the most partitions, with the load still
+ * on; the summary lines come later (rf_summary). */
+static void rf_kill(demo *d) {
+    d->rf.rf = (int)d->replicas;
+    d->rf.base = d->base;
+    d->rf.partitions = d->partitions;
+    if (!demo_rf_pick_victim(&d->rf, rf_json, d)) return;
+    printf("\n>>> kill -9 of %s, which leads %d partitions; the load keeps writing\n", d->rf.victim,
+           d->rf.led);
+    fflush(stdout);
+    int i = d->rf.victim_index;
+    demo_rf_kill_and_measure(&d->rf, d->pids[i], (int)d->nodes, rf_json, d, 30000, 120000);
+    waitpid(d->pids[i], NULL, 0);
+    d->pids[i] = 0;
+}
+
+static int rf_summary(demo *d) {
+    if (!d->rf.victim_index) {
+        printf("node failure                no node was killed (none leads a partition)\n");
+        return -1;
+    }
+    printf("failover                    kill -9 of %s (leader of %d partitions) -> writes to "
+           "its partitions accepted again: ",
+           d->rf.victim, d->rf.led);
+    if (d->rf.failover_ms < 0)
+        printf("not within 30 s\n");
+    else
+        printf("%.0f ms\n", d->rf.failover_ms);
+    printf("RF restored                 %d copies of every partition, all in sync, none on %s: ",
+           d->rf.rf, d->rf.victim);
+    if (d->rf.restored_ms < 0)
+        printf("not within 120 s\n");
+    else
+        printf("%.1f s after the kill (node_dead_after_ms %d)\n", d->rf.restored_ms / 1000.0,
+               DEMO_DEAD_AFTER_MS);
+    return d->rf.failover_ms < 0 || d->rf.restored_ms < 0 ? -1 : 0;
+}
+
 static void print_status(demo *d) {
     redisReply *r = coord_cmd(d, "STATUS");
     if (r && r->type == REDIS_REPLY_STRING) printf("%s", r->str);
@@ -263,9 +315,11 @@ static int start_cluster(demo *d) {
         if (demo_ha_start(&d->ha, d->base, d->dir, d->exe) || system(cmd) != 0) return -1;
         goto nodes;
     }
-    char parts[16];
+    char parts[16], rf[8];
     snprintf(parts, sizeof parts, "%ld", d->partitions);
-    char *init[] = {d->exe, "coord", "--init", "--dir", d->dir, "--partitions", parts, NULL};
+    snprintf(rf, sizeof rf, "%ld", d->replicas);
+    char *init[] = {d->exe,         "coord", "--init",     "--dir", d->dir,
+                    "--partitions", parts,   "--replicas", rf,      NULL};
     snprintf(log, sizeof log, "%s/coord.log", d->dir);
     int st;
     if (waitpid(spawn(d, log, init), &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) return -1;
@@ -303,11 +357,23 @@ static spread measure_spread(demo *d, long nodes) {
     double bytes[DEMO_MAX_NODES + 1] = {0}, keys[DEMO_MAX_NODES + 1] = {0};
     cJSON *arr = coord_json(d, "PARTITIONS JSON"), *p;
     cJSON_ArrayForEach(p, arr) {
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(p, "owner");
-        long k = cJSON_IsString(o) && o->valuestring[0] == 'n' ? atol(o->valuestring + 1) : 0;
-        if (k < 1 || k > DEMO_MAX_NODES) continue;
-        bytes[k] += cJSON_GetObjectItemCaseSensitive(p, "bytes")->valuedouble;
-        keys[k] += cJSON_GetObjectItemCaseSensitive(p, "keys")->valuedouble;
+        /* Every replica holds the partition's bytes (the leader alone at RF 1). */
+        const cJSON *reps = cJSON_GetObjectItemCaseSensitive(p, "replicas"), *o;
+        cJSON *owner_only = NULL;
+        if (!cJSON_IsArray(reps) || cJSON_GetArraySize(reps) == 0) {
+            owner_only = cJSON_CreateArray();
+            const cJSON *ow = cJSON_GetObjectItemCaseSensitive(p, "owner");
+            if (cJSON_IsString(ow))
+                cJSON_AddItemToArray(owner_only, cJSON_CreateString(ow->valuestring));
+            reps = owner_only;
+        }
+        cJSON_ArrayForEach(o, reps) {
+            long k = cJSON_IsString(o) && o->valuestring[0] == 'n' ? atol(o->valuestring + 1) : 0;
+            if (k < 1 || k > DEMO_MAX_NODES) continue;
+            bytes[k] += cJSON_GetObjectItemCaseSensitive(p, "bytes")->valuedouble;
+            keys[k] += cJSON_GetObjectItemCaseSensitive(p, "keys")->valuedouble;
+        }
+        cJSON_Delete(owner_only);
     }
     cJSON_Delete(arr);
     double tb = 0, tk = 0, mb = 0, mk = 0;
@@ -502,8 +568,13 @@ static long verify(demo *d, dload *l, long *lost) {
 }
 
 int demo_main(int argc, char **argv, const char *self) {
-    demo d = {
-        .base = 7000, .nodes = 4, .keys = 500000, .value_size = 100, .join = 1, .partitions = 1024};
+    demo d = {.base = 7000,
+              .nodes = 4,
+              .keys = 500000,
+              .value_size = 100,
+              .join = 1,
+              .partitions = 1024,
+              .replicas = DEMO_RF_DEFAULT};
     if (parse_flags(&d, argc, argv)) return 2;
     if (d.partitions & (d.partitions - 1)) {
         fprintf(stderr, "keel demo: --partitions must be a power of two from 16 to 16384\n");
@@ -559,6 +630,11 @@ int demo_main(int argc, char **argv, const char *self) {
         freeReplyObject(coord_cmd(&d, "SETTING SET rebalance_interval_s 2"));
         freeReplyObject(coord_cmd(&d, "SETTING SET max_moves_per_round 0"));
         freeReplyObject(coord_cmd(&d, "SETTING SET cleanup_after_s 30"));
+        if (d.replicas > 1) {
+            char set[64];
+            snprintf(set, sizeof set, "SETTING SET node_dead_after_ms %d", DEMO_DEAD_AFTER_MS);
+            freeReplyObject(coord_cmd(&d, set));
+        }
         usleep(2500 * 1000); /* two heartbeats: the coordinator sees the keys */
         dload load;
         if (dload_start(&load, (int)d.base, (int)d.nodes, d.keys, 10000)) {
@@ -573,10 +649,11 @@ int demo_main(int argc, char **argv, const char *self) {
         spawn_node(&d, ++d.nodes);
         double secs = watch_rebalance(&d, first_id);
         load.phase = DLOAD_AFTER;
-        dload_stop(&load);
         usleep(1500 * 1000); /* heartbeats: metrics of the final placement */
         spread after = measure_spread(&d, d.nodes);
         move_sum ms = sum_moves(&d, first_id);
+        if (d.replicas > 1 && !stop_requested) rf_kill(&d);
+        dload_stop(&load);
         long lost = 0, checked = verify(&d, &load, &lost);
         double floor = before.floor_bytes; /* what must leave the old nodes, at least */
         printf("\n==== keel demo: summary ====\n");
@@ -603,6 +680,7 @@ int demo_main(int argc, char **argv, const char *self) {
         printf("lost writes                 %ld of %ld keys checked\n", lost, checked);
         if (lost || load.c.errors || load.wrong_reads || secs < 0) status = 1;
         if (d.ha.on && ha_summary(&d, &ms)) status = 1;
+        if (d.replicas > 1 && rf_summary(&d)) status = 1;
         dload_free(&load);
     }
     printf("\n");

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ATTEMPTS 50 /* per command: redirects, TRYAGAIN and reconnects */
+#define ATTEMPTS 2000       /* per command: redirects, TRYAGAIN and reconnects */
+#define GIVE_UP_US 15000000 /* and at most this long: a failover takes seconds */
 
 static redisContext *node_ctx(dcc *c, int port) {
     int i = port - c->base;
@@ -34,12 +35,13 @@ static void drop_ctx(dcc *c, int port) {
     c->reconnects++;
 }
 
-int dcc_init(dcc *c, int base, int nodes) {
-    memset(c, 0, sizeof *c);
-    c->base = base;
+/* Reads CLUSTER SLOTS from the first node that answers, skipping port
+ * `avoid` (one that just refused us). Returns the slots covered. */
+static int refresh(dcc *c, int nodes, int avoid) {
     int covered = 0;
     for (int k = 1; k <= nodes && !covered; k++) {
-        redisContext *r = node_ctx(c, base + k);
+        if (c->base + k == avoid) continue;
+        redisContext *r = node_ctx(c, c->base + k);
         redisReply *rep = r ? redisCommand(r, "CLUSTER SLOTS") : NULL;
         for (size_t i = 0; rep && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
             redisReply *e = rep->element[i];
@@ -52,6 +54,13 @@ int dcc_init(dcc *c, int base, int nodes) {
     return covered;
 }
 
+int dcc_init(dcc *c, int base, int nodes) {
+    memset(c, 0, sizeof *c);
+    c->base = base;
+    c->nodes = nodes;
+    return refresh(c, nodes, 0);
+}
+
 void dcc_close(dcc *c) {
     for (int i = 0; i <= DCC_MAX_NODES; i++)
         if (c->ctx[i]) redisFree(c->ctx[i]), c->ctx[i] = NULL;
@@ -60,16 +69,21 @@ void dcc_close(dcc *c) {
 void *dcc_command(dcc *c, int argc, const char **argv, const size_t *lens) {
     size_t klen = lens ? lens[1] : strlen(argv[1]);
     unsigned slot = keel_key_slot(argv[1], klen);
-    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+    uint64_t t0 = keel_mono_us();
+    int refused = 0;
+    for (int attempt = 0; attempt < ATTEMPTS && keel_mono_us() - t0 < GIVE_UP_US; attempt++) {
         int port = c->slot_port[slot] ? c->slot_port[slot] : c->base + 1;
         redisContext *r = node_ctx(c, port);
-        if (!r) {
-            usleep(20000);
+        if (!r || refused >= 2) { /* that node is gone: ask the others (a failover) */
+            if (r) drop_ctx(c, port);
+            if (refresh(c, c->nodes ? c->nodes : DCC_MAX_NODES, port) > 0) refused = 0;
+            usleep(50000);
             continue;
         }
         redisReply *rep = redisCommandArgv(r, argc, argv, lens);
         if (!rep) { /* lost: reconnect and retry */
             drop_ctx(c, port);
+            refused++;
             usleep(10000);
             continue;
         }

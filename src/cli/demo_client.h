@@ -2,8 +2,10 @@
  *
  * dcc is a small Redis Cluster client over hiredis: it routes each key by
  * slot from CLUSTER SLOTS, follows -MOVED (updating its slot table), retries
- * -TRYAGAIN and lost connections with a short backoff, and counts what it
- * could not get done as a client error. Enough for the demo and its checks;
+ * -TRYAGAIN and lost connections with a short backoff, reads the slot table
+ * again from another node when one stops answering (a leader killed: its
+ * partitions fail over), and counts what it could not get done within 15 s
+ * as a client error. Enough for the demo and its checks;
  * not a general client.
  *
  * dload runs in a thread: a steady mixed load (a SET of a unique value, then
@@ -23,6 +25,7 @@
 
 typedef struct dcc {
     int base;                     /* nodes listen on base + 1 .. base + DCC_MAX_NODES */
+    int nodes;                    /* asked for the slot table: base + 1 .. base + nodes */
     uint16_t slot_port[16384];    /* 0 = unknown */
     void *ctx[DCC_MAX_NODES + 1]; /* redisContext per node index */
     uint64_t moved, tryagain, reconnects, errors;

@@ -125,6 +125,7 @@ rep *rep_new(const rep_env *env, unsigned mutations) {
     r->env = *env;
     r->mutations = mutations;
     r->lease_ms = REP_LEASE_MS;
+    r->capture = -1;
     r->nparts = env->partitions;
     r->parts = calloc(r->nparts, sizeof *r->parts);
     if (!r->parts) {
@@ -151,6 +152,8 @@ void rep_free(rep *r) {
         kbuf_close(&pp->pend);
         free(pp->log);
     }
+    if (r->capture >= 0 && store_capture_stop(r->env.st, r->capture))
+        keel_log(KEEL_LOG_ERROR, "rep_capture_stop_failed", "shared=1");
     free(r->parts);
     free(r);
 }

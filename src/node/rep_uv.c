@@ -31,6 +31,7 @@
 #define MSG_ARGS_MAX 8             /* the largest KEEL.REP.* message (SNAP) */
 #define HB_DEFAULT_MS 1000         /* coordlink's pace without RF > 1 partitions */
 #define DEFAULT_LEASE_MS 2000      /* the coordinator's replica_lease_ms default */
+#define REDIAL_US 250000ull        /* a link that went down is not redialled sooner */
 
 typedef struct rlink {
     node_rep *nr;
@@ -39,6 +40,8 @@ typedef struct rlink {
     int ready, dead; /* dead: went down; closed and told at the next tick */
     kbuf q;          /* queued messages: [u32 argc] then argc x [u32 len][bytes] */
     uint64_t in_client; /* the newest incoming connection from this peer (client id) */
+    uint64_t redial_us; /* no new dial before this (keel_mono_us) */
+    unsigned fails;     /* consecutive downs, to keep the log readable */
 } rlink;
 
 typedef struct seal_pair {
@@ -116,13 +119,17 @@ static void on_link_ready(void *arg, peerlink *pl) {
     (void)pl;
     rlink *l = arg;
     l->ready = 1; /* the queue leaves at the next flush point (after a sync) */
+    if (l->fails) keel_log(KEEL_LOG_INFO, "rep_link_up", "peer=%s after=%u", l->id, l->fails);
+    l->fails = 0;
 }
 
 static void on_link_down(void *arg, peerlink *pl, const char *why) {
     (void)pl;
     rlink *l = arg;
     if (l->dead) return;
-    keel_log(KEEL_LOG_INFO, "rep_link_down", "peer=%s reason=\"%s\"", l->id, why ? why : "");
+    /* A peer that stays away costs one line per 50 attempts. */
+    keel_log(l->fails++ % 50 ? KEEL_LOG_DEBUG : KEEL_LOG_INFO, "rep_link_down",
+             "peer=%s reason=\"%s\" attempt=%u", l->id, why ? why : "", l->fails);
     l->dead = 1;
     l->ready = 0;
     l->q.len = 0;
@@ -137,6 +144,7 @@ static void link_settle(node_rep *nr, rlink *l) {
     l->pl = NULL;
     l->dead = l->ready = 0;
     l->q.len = 0;
+    l->redial_us = keel_mono_us() + REDIAL_US;
     rep_peer_down(nr->eng, l->id);
 }
 
@@ -205,7 +213,7 @@ static int e_send(void *ctx, const char *peer, int argc, const char **argv, cons
         nr->st.msgs_dropped++;
         return -1;
     }
-    if (!l->pl && link_open(nr, l)) {
+    if (!l->pl && (keel_mono_us() < l->redial_us || link_open(nr, l))) {
         nr->st.msgs_dropped++;
         return -1;
     }
