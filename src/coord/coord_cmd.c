@@ -995,6 +995,18 @@ void coord_render_metrics(void *arg, kbuf *b) {
     for (int i = 0; i < REBALANCE_SKIP_COUNT; i++)
         kbuf_printf(b, "keel_rebalance_skipped_total{reason=\"%s\"} %llu\n",
                     rebalance_skip_name((rebalance_skip)i), (unsigned long long)rs->skipped[i]);
+    if (co->rep) { /* replicated partitions (coord_rep.h) */
+        counter(b, "keel_failovers_total",
+                "Leader changes by failover (automatic, or keel failover).", co->rep->failovers);
+        counter(b, "keel_unclean_failovers_total",
+                "Failovers to a replica outside the ISR (keel failover --unclean).",
+                co->rep->unclean_failovers);
+        counter(b, "keel_reelections_total",
+                "New leader epochs after a leader restarted with a new incarnation.",
+                co->rep->reelections);
+        counter(b, "keel_isr_shrinks_total", "ISR members removed.", co->rep->isr_shrinks);
+        counter(b, "keel_isr_expands_total", "ISR members added.", co->rep->isr_expands);
+    }
     family(b, "keel_setting_age_seconds", "gauge",
            "Time since each setting that is set was set (settings at their default are absent).");
     int64_t now = keel_wall_ms();

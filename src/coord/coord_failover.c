@@ -106,10 +106,9 @@ void coord_rep_setting_changed(coord *co, const char *name) {
         bump_version(co, name);
 }
 
-int coord_rep_check_setting(coord *co, const char *name, const char *value, char *msg,
-                            size_t cap) {
-    int is_lease = !strcmp(name, "replica_lease_ms"), is_susp = !strcmp(name, "node_suspect_after_ms"),
-        is_rf = !strcmp(name, "replicas");
+int coord_rep_check_setting(coord *co, const char *name, const char *value, char *msg, size_t cap) {
+    int is_lease = !strcmp(name, "replica_lease_ms"),
+        is_susp = !strcmp(name, "node_suspect_after_ms"), is_rf = !strcmp(name, "replicas");
     if (!is_lease && !is_susp && !is_rf) return 0;
     int rf, mi;
     coord_rf_get(co, &rf, &mi);
@@ -272,7 +271,8 @@ static void failover_done(void *arg, const mapstore_result *r) {
     }
     if (a->unclean) st->unclean_failovers++;
     const mapstore_partition *np = &r->part;
-    keel_log(a->unclean ? KEEL_LOG_WARN : KEEL_LOG_INFO, a->unclean ? "failover_unclean" : "failover",
+    keel_log(a->unclean ? KEEL_LOG_WARN : KEEL_LOG_INFO,
+             a->unclean ? "failover_unclean" : "failover",
              "partition=%u from=%s to=%s reason=%s leader_epoch=%llu epoch=%llu isr=%u "
              "decided_to_commit_ms=%.0f version=%llu",
              a->p, a->from, a->to, take_names[a->take], (unsigned long long)np->leader_epoch,

@@ -93,7 +93,8 @@ void coord_c_rep_isr(cctx *x, const char *id) {
     if (keel_parse_u64(x->argv[1], x->len[1], &p) || p >= co->partitions ||
         keel_parse_u64(x->argv[2], x->len[2], &pe) || keel_parse_u64(x->argv[3], x->len[3], &le) ||
         (!expand && strcasecmp(x->argv[4], "shrink"))) {
-        refuse(x, "ERR bad KEEL.REP.ISR: partition partition_epoch leader_epoch shrink|expand node");
+        refuse(x,
+               "ERR bad KEEL.REP.ISR: partition partition_epoch leader_epoch shrink|expand node");
         return;
     }
     const char *node = x->argv[5];

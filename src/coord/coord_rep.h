@@ -48,10 +48,10 @@ typedef enum {
 typedef struct coord_rep_part {
     int busy;
     rep_take_reason take;
-    int unclean;               /* REP_TAKE_OPERATOR with --unclean */
-    char from[KEEL_ID_MAX + 1]; /* the leader it is taken from */
-    char to[KEEL_ID_MAX + 1];   /* the operator's target, or "" */
-    int64_t decided_ms;         /* coord_now() at the decision */
+    int unclean;                  /* REP_TAKE_OPERATOR with --unclean */
+    char from[KEEL_ID_MAX + 1];   /* the leader it is taken from */
+    char to[KEEL_ID_MAX + 1];     /* the operator's target, or "" */
+    int64_t decided_ms;           /* coord_now() at the decision */
     struct coord_deferred *reply; /* the operator's held FAILOVER, or NULL */
     uint64_t stale_le;
     int blocked_logged; /* "no in-sync replica is UP" was logged for this episode */

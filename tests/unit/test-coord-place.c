@@ -71,7 +71,7 @@ static void test_eligible_and_short(void **state) {
     assert_int_equal(out[0], 2);
     assert_int_equal(n[1].count, 0);
     assert_int_equal(coord_place_followers(n, 3, 2, 1, out), 0);
-    assert_int_equal(n[2].count, 2); /* its leadership counts */
+    assert_int_equal(n[2].count, 2);                             /* its leadership counts */
     assert_int_equal(coord_place_followers(n, 3, 3, 3, out), 0); /* no such leader */
     coord_place_node one[1];
     nodes_init(one, 1, NULL);
