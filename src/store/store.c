@@ -362,19 +362,22 @@ static void set_options(store *s, const store_opts *o) {
      * an absent key cheap before it reaches the SST blooms. */
     rocksdb_options_set_memtable_whole_key_filtering(s->opts, 1);
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(s->opts, 0.05);
-    /* The slot prefix hashes each memtable lookup to a short per-slot
-     * skiplist instead of one skiplist over everything: on a 2-core box this
-     * took unpipelined GET and SET from ~0.7x to ~0.9x of redis-server. The
-     * price: iterators must stay within one slot (prefix_same_as_start) or
-     * ask for total order, which copies the memtable - so only the crash
-     * recount does that, and the sweep walks slot by slot. */
+    /* The slot prefix is the prefix extractor: the SST prefix blooms and the
+     * memtable bloom are built on it, and iterators stay within one slot
+     * (prefix_same_as_start) or ask for total order. */
     rocksdb_options_set_prefix_extractor(s->opts,
                                          rocksdb_slicetransform_create_fixed_prefix(KEY_PREFIX));
-    /* Height 12: one slot's bucket may hold a compound key's every field
-     * record (and their tombstones), hundreds of thousands of entries; at
-     * the former height 4 each insert into such a bucket walked it nearly
-     * linearly (a 100k-field DEL's cleanup stalled the loop for seconds). */
-    rocksdb_options_set_hash_skip_list_rep(s->opts, 1u << 16, 12, 4);
+    /* The memtable is RocksDB's default skiplist (InlineSkipList: key bytes
+     * inline in the node, one cache miss per step), not the hash of per-slot
+     * skiplists keel used before (issue 13). That one's buckets are the old
+     * SkipList, whose nodes point at their keys (two misses per step), and a
+     * compound key puts all its field records in one slot's bucket, so the
+     * hash bought nothing for them: with it, perf put 60 % of the node's CPU
+     * during unpipelined ZADD in the bucket's FindGreaterOrEqual and key
+     * comparator; with the inline skiplist a ZADD costs ~30 % less CPU, and
+     * SET/GET the same (docs/benchmarks.md). The inline skiplist also keeps
+     * a splice of the last insert, so the sorted runs a move destination
+     * applies insert in near-constant time. */
     rocksdb_options_set_keep_log_file_num(s->opts, 4);
     /* One writer thread: concurrent memtable inserts buy nothing. */
     rocksdb_options_set_allow_concurrent_memtable_write(s->opts, 0);
@@ -807,6 +810,47 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
     return e;
 }
 
+/* txn_phys for a record whose physical state the caller knows: absent
+ * (hdr NULL), or present with the encoded value hdr + data[0..len). The
+ * overlay still wins (this turn may have changed the record); only the DB
+ * read is skipped. A debug build reads the DB anyway and asserts the
+ * caller's claim, so the tests pin the invariant that makes it true. */
+static txn_entry *txn_phys_known(store_txn *t, const char *ek, size_t eklen,
+                                 const char hdr[VAL_HDR], const void *data, size_t len, int *rc) {
+    txn_entry *e = ent_find(t, ek, eklen);
+    *rc = 0;
+    if (e) return e;
+#ifndef NDEBUG
+    {
+        store_value v;
+        int exists, ttl;
+        size_t vlen;
+        uint64_t hash;
+        int g = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash, NULL, NULL);
+        if (g == 0) store_value_release(&v);
+        assert(g == 0 || g == KEEL_ENOTFOUND);
+        assert(exists == (hdr != NULL));
+        assert(!hdr ||
+               (vlen == VAL_HDR + len &&
+                hash == mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR), data, len))));
+    }
+#endif
+    if (!(e = ent_add(t, ek, eklen))) {
+        *rc = KEEL_ENOMEM;
+        return NULL;
+    }
+    if (hdr) {
+        uint8_t type = (uint8_t)hdr[0];
+        e->exists = 1;
+        e->vlen = VAL_HDR + len;
+        e->has_ttl = get_be64(hdr + 1) != 0;
+        e->hash = mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR), data, len));
+        e->type = type;
+        e->ver = type_compound(type) && len >= 8 ? get_be64(data) : 0;
+    }
+    return e;
+}
+
 static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes, int64_t dexpires,
                        int64_t dsubs, uint64_t dxor) {
     if (!t->tidx[slot]) {
@@ -905,7 +949,7 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
 /* Puts the value hdr (VAL_HDR bytes, already encoded) + data[0..len): the
  * common part of store_txn_put and store_txn_put_raw. */
 static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen,
-                       const char hdr[VAL_HDR], const void *data, size_t len, int raw) {
+                       const char hdr[VAL_HDR], const void *data, size_t len, int raw, int absent) {
     store *s = t->s;
     int64_t expire_ms = (int64_t)get_be64(hdr + 1);
     if (!t->open || slot >= STORE_SLOTS || expire_ms < 0) return KEEL_EINVAL;
@@ -913,7 +957,8 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     size_t eklen = encode_key(s->kbuf, slot, key, klen);
     if (!eklen) return KEEL_EINVAL;
     int rc;
-    txn_entry *e = txn_phys(t, s->kbuf, eklen, &rc);
+    txn_entry *e = absent ? txn_phys_known(t, s->kbuf, eklen, NULL, NULL, 0, &rc)
+                          : txn_phys(t, s->kbuf, eklen, &rc);
     if (!e) return rc;
     if ((rc = save_undo(t, e))) return rc;
     int exists = e->exists;
@@ -957,14 +1002,20 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
     char hdr[VAL_HDR];
     hdr[0] = (char)type;
     put_be64(hdr + 1, (uint64_t)expire_ms);
-    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0);
+    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0, 0);
 }
 
 int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
                       const void *encoded_value, size_t vlen) {
     if (!encoded_value || vlen < VAL_HDR) return KEEL_EINVAL;
     const char *v = encoded_value;
-    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR, 1);
+    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR, 1, 0);
+}
+
+int store_txn_put_absent(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
+                         const void *data, size_t len) {
+    char hdr[VAL_HDR] = {(char)type};
+    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0, 1);
 }
 
 /* Deletes ek, known to exist with an encoded value of vlen bytes whose
@@ -1008,6 +1059,19 @@ int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int
         return rc;
     if (existed) *existed = 1;
     return 0;
+}
+
+int store_txn_del_present(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
+                          const void *data, size_t len) {
+    store *s = t->s;
+    if (!t->open || slot >= STORE_SLOTS || (len && !data)) return KEEL_EINVAL;
+    size_t eklen = encode_key(s->kbuf, slot, key, klen);
+    if (!eklen) return KEEL_EINVAL;
+    char hdr[VAL_HDR] = {(char)type};
+    int rc;
+    txn_entry *e = txn_phys_known(t, s->kbuf, eklen, hdr, data, len, &rc);
+    if (!e || !e->exists) return rc;
+    return txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl, e->hash, e->type);
 }
 
 static int txn_commit(store_txn *t, int lazy) {
