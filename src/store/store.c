@@ -430,6 +430,7 @@ int store_open(const char *dir, const store_opts *o, store **out, char *err, siz
     s->txn.s = s;
     set_options(s, o);
     s->txn.wb = rocksdb_writebatch_create();
+    s->txn.wb_sorted = rocksdb_writebatch_create();
     kbuf_init(&s->txn.arena);
 
     const char *names[2] = {"default", "meta"};
@@ -475,6 +476,7 @@ static void cmd_reset(store_txn *t) {
 /* Forgets the turn batch and the overlay. */
 static void turn_clear(store_txn *t) {
     rocksdb_writebatch_clear(t->wb);
+    rocksdb_writebatch_clear(t->wb_sorted);
     t->turn_ops = t->turn_strict = 0;
     if (t->nents && t->hcap) memset(t->hidx, 0, t->hcap * sizeof *t->hidx);
     t->nents = 0;
@@ -557,6 +559,78 @@ static int set_failed(store *s, int rc) {
     return rc;
 }
 
+static const char *ent_key(const store_txn *t, const txn_entry *e);
+
+/* One key the turn wrote, for turn_batch's sort. */
+struct turn_rec {
+    const char *k;
+    size_t kl;
+    const txn_entry *e;
+};
+
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl) {
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+static int turn_rec_cmp(const void *pa, const void *pb) {
+    const struct turn_rec *a = pa, *b = pb;
+    return key_cmp(a->k, a->kl, b->k, b->kl);
+}
+
+/* The batch turn_write hands RocksDB: the final state of every key the turn
+ * wrote (the overlay holds it), one put or delete per key, in key order.
+ * Same end state as the turn batch, which has every command's writes in
+ * command order; but a key many commands of the turn wrote (a hot
+ * compound key's metadata: 50 clients' ZADDs to one set) costs one
+ * memtable insert instead of one per command, and inserts in key order
+ * reuse the skiplist's splice of the previous one instead of searching
+ * from the top (perf: 40 % of the node's CPU during ZADD was memtable
+ * inserts). Nothing reads a turn's intermediate states: snapshots,
+ * iterators and change captures all begin at a turn boundary. When the
+ * turn batch already is that (each key once, in order: a move's copy) or
+ * the scratch index cannot grow, the turn batch itself is returned. */
+static rocksdb_writebatch_t *turn_batch(store *s) {
+    store_txn *t = &s->txn;
+    size_t n = 0;
+    int sorted = 1;
+    const txn_entry *prev = NULL;
+    for (size_t i = 0; i < t->nents; i++) {
+        const txn_entry *e = &t->ents[i];
+        if (!e->written) continue;
+        if (prev && sorted && key_cmp(ent_key(t, prev), prev->klen, ent_key(t, e), e->klen) >= 0)
+            sorted = 0;
+        prev = e;
+        n++;
+    }
+    if (sorted && n == t->turn_ops) return t->wb;
+    if (n > t->cap_recs) {
+        size_t cap = t->cap_recs ? t->cap_recs : 64;
+        while (cap < n)
+            cap *= 2;
+        struct turn_rec *p = realloc(t->recs, cap * sizeof *p);
+        if (!p) return t->wb;
+        t->recs = p;
+        t->cap_recs = cap;
+    }
+    n = 0;
+    for (size_t i = 0; i < t->nents; i++) {
+        const txn_entry *e = &t->ents[i];
+        if (e->written) t->recs[n++] = (struct turn_rec){ent_key(t, e), e->klen, e};
+    }
+    if (!sorted) qsort(t->recs, n, sizeof *t->recs, turn_rec_cmp);
+    rocksdb_writebatch_clear(t->wb_sorted);
+    for (size_t i = 0; i < n; i++) {
+        const txn_entry *e = t->recs[i].e;
+        if (e->exists)
+            rocksdb_writebatch_put_cf(t->wb_sorted, s->cf_data, t->recs[i].k, t->recs[i].kl,
+                                      t->arena.p + e->voff, e->vlen);
+        else
+            rocksdb_writebatch_delete_cf(t->wb_sorted, s->cf_data, t->recs[i].k, t->recs[i].kl);
+    }
+    return t->wb_sorted;
+}
+
 /* Writes the turn's committed commands to RocksDB (WAL buffer + memtable),
  * applies their statistics, and clears the overlay. A failed write is
  * sticky (store.failed): the batch and its deltas are dropped, and this and
@@ -570,7 +644,7 @@ static int turn_write(store *s) {
         if (FAILPOINT("store.turn_write") == FP_ERROR)
             rerr = strdup("failpoint store.turn_write");
         else
-            rocksdb_write(s->db, s->wopts, t->wb, &rerr);
+            rocksdb_write(s->db, s->wopts, turn_batch(s), &rerr);
         if (rerr) {
             rc = set_failed(s, rerr_log("store_commit", rerr));
         } else {
@@ -610,6 +684,8 @@ void store_free(store *s) {
                  (unsigned long long)s->total_keys);
     }
     if (s->txn.wb) rocksdb_writebatch_destroy(s->txn.wb);
+    if (s->txn.wb_sorted) rocksdb_writebatch_destroy(s->txn.wb_sorted);
+    free(s->txn.recs);
     free(s->txn.touched);
     free(s->txn.undo);
     free(s->txn.ents);
