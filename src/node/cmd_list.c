@@ -218,6 +218,13 @@ static int range_of(long long *start, long long *stop, uint64_t size) {
     return 1;
 }
 
+static int lrange_one(void *arg, const char *f, size_t fl, const store_value *v) {
+    (void)f;
+    (void)fl;
+    resp_w_bulk(arg, v->data, v->len);
+    return 0;
+}
+
 void cmd_lrange(cmd_ctx *x) {
     long long start, stop;
     if (arg_ll(x->argv[2], x->argvlen[2], &start) || arg_ll(x->argv[3], x->argvlen[3], &stop)) {
@@ -231,17 +238,17 @@ void cmd_lrange(cmd_ctx *x) {
         resp_w_array(x->out, 0);
         return;
     }
-    flist l;
-    flist_init(&l);
-    long n = flist_load(x, K(x), &o, (size_t)start, (size_t)(stop - start + 1), &l);
-    if (n < 0) {
-        reply_storage(x, (int)n);
-    } else {
-        resp_w_array(x->out, l.n);
-        for (size_t i = 0; i < l.n; i++)
-            resp_w_bulk(x->out, flist_v(&l, i), l.e[i].vl);
+    /* Every index head..head+size-1 has its record, so the reply's length
+     * is known before the scan: the elements go straight from the iterator
+     * into the reply (no copy into a list first). A scan that finds fewer
+     * (a storage error) takes the partial reply back. */
+    size_t want = (size_t)(stop - start + 1), mark = x->out->len;
+    resp_w_array(x->out, want);
+    long n = sub_scan(x, K(x), &o, (size_t)start, want, lrange_one, x->out);
+    if (n != (long)want) {
+        x->out->len = mark;
+        reply_storage(x, n < 0 ? (int)n : KEEL_ECORRUPT);
     }
-    flist_free(&l);
 }
 
 void cmd_ltrim(cmd_ctx *x) {

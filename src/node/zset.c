@@ -138,18 +138,22 @@ static int zidx_del(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint64_t
     size_t len;
     char *key = zidx_key(k, kl, ver, s, m, ml, &len);
     if (!key) return KEEL_EINVAL;
-    int ex;
-    int rc = store_txn_del(t, x->slot, key, len, &ex);
+    /* The member record names the score, so the index record is there:
+     * no read needed to keep the statistics exact (store.h). */
+    int rc = store_txn_del_present(t, x->slot, key, len, STORE_T_SUB | STORE_T_ZSET, "", 0);
     free(key);
     return rc;
 }
 
+/* Puts the index record of (m, s). absent: the caller knows it is not
+ * there (m was absent, or had another score), so no read is needed. */
 static int zidx_put(cmd_ctx *x, store_txn *t, const char *k, size_t kl, uint64_t ver, double s,
-                    const char *m, size_t ml) {
+                    const char *m, size_t ml, int absent) {
     size_t len;
     char *key = zidx_key(k, kl, ver, s, m, ml, &len);
     if (!key) return KEEL_EINVAL;
-    int rc = store_txn_put(t, x->slot, key, len, STORE_T_SUB | STORE_T_ZSET, 0, "", 0);
+    int rc = absent ? store_txn_put_absent(t, x->slot, key, len, STORE_T_SUB | STORE_T_ZSET, "", 0)
+                    : store_txn_put(t, x->slot, key, len, STORE_T_SUB | STORE_T_ZSET, 0, "", 0);
     free(key);
     return rc;
 }
@@ -159,15 +163,18 @@ int zs_set(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, con
     if (s == 0) s = 0; /* -0 is stored as 0: redis replies "0" for it (listpack) */
     char v[8];
     bits_put(v, s);
-    int rc = 0;
+    int rc = 0, moved = 1; /* the index record changes key */
     if (old) {
         char a[ZSCORE_LEN], b[ZSCORE_LEN];
         zscore_encode(a, *old);
         zscore_encode(b, s);
-        if (memcmp(a, b, ZSCORE_LEN) != 0) rc = zidx_del(x, t, k, kl, o->version, *old, m, ml);
+        moved = memcmp(a, b, ZSCORE_LEN) != 0;
+        if (moved) rc = zidx_del(x, t, k, kl, o->version, *old, m, ml);
     }
     if (!rc) rc = sub_put(x, t, k, kl, o, m, ml, v, 8);
-    if (!rc) rc = zidx_put(x, t, k, kl, o->version, s, m, ml);
+    /* Same encoded score: the index record (empty payload) is already the
+     * one s wants. */
+    if (!rc && moved) rc = zidx_put(x, t, k, kl, o->version, s, m, ml, 1);
     return rc;
 }
 
@@ -185,7 +192,7 @@ int zs_remove(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, 
 int zs_index_copy(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, const char *m,
                   size_t ml, const char *val, size_t vl) {
     if (vl != 8) return KEEL_ECORRUPT;
-    return zidx_put(x, t, k, kl, o->version, bits_get(val), m, ml);
+    return zidx_put(x, t, k, kl, o->version, bits_get(val), m, ml, 0);
 }
 
 /* ---- Scans ----------------------------------------------------------------------- */

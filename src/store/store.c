@@ -362,19 +362,22 @@ static void set_options(store *s, const store_opts *o) {
      * an absent key cheap before it reaches the SST blooms. */
     rocksdb_options_set_memtable_whole_key_filtering(s->opts, 1);
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(s->opts, 0.05);
-    /* The slot prefix hashes each memtable lookup to a short per-slot
-     * skiplist instead of one skiplist over everything: on a 2-core box this
-     * took unpipelined GET and SET from ~0.7x to ~0.9x of redis-server. The
-     * price: iterators must stay within one slot (prefix_same_as_start) or
-     * ask for total order, which copies the memtable - so only the crash
-     * recount does that, and the sweep walks slot by slot. */
+    /* The slot prefix is the prefix extractor: the SST prefix blooms and the
+     * memtable bloom are built on it, and iterators stay within one slot
+     * (prefix_same_as_start) or ask for total order. */
     rocksdb_options_set_prefix_extractor(s->opts,
                                          rocksdb_slicetransform_create_fixed_prefix(KEY_PREFIX));
-    /* Height 12: one slot's bucket may hold a compound key's every field
-     * record (and their tombstones), hundreds of thousands of entries; at
-     * the former height 4 each insert into such a bucket walked it nearly
-     * linearly (a 100k-field DEL's cleanup stalled the loop for seconds). */
-    rocksdb_options_set_hash_skip_list_rep(s->opts, 1u << 16, 12, 4);
+    /* The memtable is RocksDB's default skiplist (InlineSkipList: key bytes
+     * inline in the node, one cache miss per step), not the hash of per-slot
+     * skiplists keel used before (issue 13). That one's buckets are the old
+     * SkipList, whose nodes point at their keys (two misses per step), and a
+     * compound key puts all its field records in one slot's bucket, so the
+     * hash bought nothing for them: with it, perf put 60 % of the node's CPU
+     * during unpipelined ZADD in the bucket's FindGreaterOrEqual and key
+     * comparator; with the inline skiplist a ZADD costs ~30 % less CPU, and
+     * SET/GET the same (docs/benchmarks.md). The inline skiplist also keeps
+     * a splice of the last insert, so the sorted runs a move destination
+     * applies insert in near-constant time. */
     rocksdb_options_set_keep_log_file_num(s->opts, 4);
     /* One writer thread: concurrent memtable inserts buy nothing. */
     rocksdb_options_set_allow_concurrent_memtable_write(s->opts, 0);
@@ -427,6 +430,7 @@ int store_open(const char *dir, const store_opts *o, store **out, char *err, siz
     s->txn.s = s;
     set_options(s, o);
     s->txn.wb = rocksdb_writebatch_create();
+    s->txn.wb_sorted = rocksdb_writebatch_create();
     kbuf_init(&s->txn.arena);
 
     const char *names[2] = {"default", "meta"};
@@ -472,6 +476,7 @@ static void cmd_reset(store_txn *t) {
 /* Forgets the turn batch and the overlay. */
 static void turn_clear(store_txn *t) {
     rocksdb_writebatch_clear(t->wb);
+    rocksdb_writebatch_clear(t->wb_sorted);
     t->turn_ops = t->turn_strict = 0;
     if (t->nents && t->hcap) memset(t->hidx, 0, t->hcap * sizeof *t->hidx);
     t->nents = 0;
@@ -554,6 +559,78 @@ static int set_failed(store *s, int rc) {
     return rc;
 }
 
+static const char *ent_key(const store_txn *t, const txn_entry *e);
+
+/* One key the turn wrote, for turn_batch's sort. */
+struct turn_rec {
+    const char *k;
+    size_t kl;
+    const txn_entry *e;
+};
+
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl) {
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+static int turn_rec_cmp(const void *pa, const void *pb) {
+    const struct turn_rec *a = pa, *b = pb;
+    return key_cmp(a->k, a->kl, b->k, b->kl);
+}
+
+/* The batch turn_write hands RocksDB: the final state of every key the turn
+ * wrote (the overlay holds it), one put or delete per key, in key order.
+ * Same end state as the turn batch, which has every command's writes in
+ * command order; but a key many commands of the turn wrote (a hot
+ * compound key's metadata: 50 clients' ZADDs to one set) costs one
+ * memtable insert instead of one per command, and inserts in key order
+ * reuse the skiplist's splice of the previous one instead of searching
+ * from the top (perf: 40 % of the node's CPU during ZADD was memtable
+ * inserts). Nothing reads a turn's intermediate states: snapshots,
+ * iterators and change captures all begin at a turn boundary. When the
+ * turn batch already is that (each key once, in order: a move's copy) or
+ * the scratch index cannot grow, the turn batch itself is returned. */
+static rocksdb_writebatch_t *turn_batch(store *s) {
+    store_txn *t = &s->txn;
+    size_t n = 0;
+    int sorted = 1;
+    const txn_entry *prev = NULL;
+    for (size_t i = 0; i < t->nents; i++) {
+        const txn_entry *e = &t->ents[i];
+        if (!e->written) continue;
+        if (prev && sorted && key_cmp(ent_key(t, prev), prev->klen, ent_key(t, e), e->klen) >= 0)
+            sorted = 0;
+        prev = e;
+        n++;
+    }
+    if (sorted && n == t->turn_ops) return t->wb;
+    if (n > t->cap_recs) {
+        size_t cap = t->cap_recs ? t->cap_recs : 64;
+        while (cap < n)
+            cap *= 2;
+        struct turn_rec *p = realloc(t->recs, cap * sizeof *p);
+        if (!p) return t->wb;
+        t->recs = p;
+        t->cap_recs = cap;
+    }
+    n = 0;
+    for (size_t i = 0; i < t->nents; i++) {
+        const txn_entry *e = &t->ents[i];
+        if (e->written) t->recs[n++] = (struct turn_rec){ent_key(t, e), e->klen, e};
+    }
+    if (!sorted) qsort(t->recs, n, sizeof *t->recs, turn_rec_cmp);
+    rocksdb_writebatch_clear(t->wb_sorted);
+    for (size_t i = 0; i < n; i++) {
+        const txn_entry *e = t->recs[i].e;
+        if (e->exists)
+            rocksdb_writebatch_put_cf(t->wb_sorted, s->cf_data, t->recs[i].k, t->recs[i].kl,
+                                      t->arena.p + e->voff, e->vlen);
+        else
+            rocksdb_writebatch_delete_cf(t->wb_sorted, s->cf_data, t->recs[i].k, t->recs[i].kl);
+    }
+    return t->wb_sorted;
+}
+
 /* Writes the turn's committed commands to RocksDB (WAL buffer + memtable),
  * applies their statistics, and clears the overlay. A failed write is
  * sticky (store.failed): the batch and its deltas are dropped, and this and
@@ -567,7 +644,7 @@ static int turn_write(store *s) {
         if (FAILPOINT("store.turn_write") == FP_ERROR)
             rerr = strdup("failpoint store.turn_write");
         else
-            rocksdb_write(s->db, s->wopts, t->wb, &rerr);
+            rocksdb_write(s->db, s->wopts, turn_batch(s), &rerr);
         if (rerr) {
             rc = set_failed(s, rerr_log("store_commit", rerr));
         } else {
@@ -607,6 +684,8 @@ void store_free(store *s) {
                  (unsigned long long)s->total_keys);
     }
     if (s->txn.wb) rocksdb_writebatch_destroy(s->txn.wb);
+    if (s->txn.wb_sorted) rocksdb_writebatch_destroy(s->txn.wb_sorted);
+    free(s->txn.recs);
     free(s->txn.touched);
     free(s->txn.undo);
     free(s->txn.ents);
@@ -807,6 +886,47 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
     return e;
 }
 
+/* txn_phys for a record whose physical state the caller knows: absent
+ * (hdr NULL), or present with the encoded value hdr + data[0..len). The
+ * overlay still wins (this turn may have changed the record); only the DB
+ * read is skipped. A debug build reads the DB anyway and asserts the
+ * caller's claim, so the tests pin the invariant that makes it true. */
+static txn_entry *txn_phys_known(store_txn *t, const char *ek, size_t eklen,
+                                 const char hdr[VAL_HDR], const void *data, size_t len, int *rc) {
+    txn_entry *e = ent_find(t, ek, eklen);
+    *rc = 0;
+    if (e) return e;
+#ifndef NDEBUG
+    {
+        store_value v;
+        int exists, ttl;
+        size_t vlen;
+        uint64_t hash;
+        int g = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash, NULL, NULL);
+        if (g == 0) store_value_release(&v);
+        assert(g == 0 || g == KEEL_ENOTFOUND);
+        assert(exists == (hdr != NULL));
+        assert(!hdr ||
+               (vlen == VAL_HDR + len &&
+                hash == mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR), data, len))));
+    }
+#endif
+    if (!(e = ent_add(t, ek, eklen))) {
+        *rc = KEEL_ENOMEM;
+        return NULL;
+    }
+    if (hdr) {
+        uint8_t type = (uint8_t)hdr[0];
+        e->exists = 1;
+        e->vlen = VAL_HDR + len;
+        e->has_ttl = get_be64(hdr + 1) != 0;
+        e->hash = mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR), data, len));
+        e->type = type;
+        e->ver = type_compound(type) && len >= 8 ? get_be64(data) : 0;
+    }
+    return e;
+}
+
 static int txn_account(store_txn *t, unsigned slot, int64_t dkeys, int64_t dbytes, int64_t dexpires,
                        int64_t dsubs, uint64_t dxor) {
     if (!t->tidx[slot]) {
@@ -905,7 +1025,7 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
 /* Puts the value hdr (VAL_HDR bytes, already encoded) + data[0..len): the
  * common part of store_txn_put and store_txn_put_raw. */
 static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen,
-                       const char hdr[VAL_HDR], const void *data, size_t len, int raw) {
+                       const char hdr[VAL_HDR], const void *data, size_t len, int raw, int absent) {
     store *s = t->s;
     int64_t expire_ms = (int64_t)get_be64(hdr + 1);
     if (!t->open || slot >= STORE_SLOTS || expire_ms < 0) return KEEL_EINVAL;
@@ -913,7 +1033,8 @@ static int txn_put_enc(store_txn *t, unsigned slot, const char *key, size_t klen
     size_t eklen = encode_key(s->kbuf, slot, key, klen);
     if (!eklen) return KEEL_EINVAL;
     int rc;
-    txn_entry *e = txn_phys(t, s->kbuf, eklen, &rc);
+    txn_entry *e = absent ? txn_phys_known(t, s->kbuf, eklen, NULL, NULL, 0, &rc)
+                          : txn_phys(t, s->kbuf, eklen, &rc);
     if (!e) return rc;
     if ((rc = save_undo(t, e))) return rc;
     int exists = e->exists;
@@ -957,14 +1078,20 @@ int store_txn_put(store_txn *t, unsigned slot, const char *key, size_t klen, uin
     char hdr[VAL_HDR];
     hdr[0] = (char)type;
     put_be64(hdr + 1, (uint64_t)expire_ms);
-    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0);
+    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0, 0);
 }
 
 int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
                       const void *encoded_value, size_t vlen) {
     if (!encoded_value || vlen < VAL_HDR) return KEEL_EINVAL;
     const char *v = encoded_value;
-    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR, 1);
+    return txn_put_enc(t, slot, key, klen, v, v + VAL_HDR, vlen - VAL_HDR, 1, 0);
+}
+
+int store_txn_put_absent(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
+                         const void *data, size_t len) {
+    char hdr[VAL_HDR] = {(char)type};
+    return txn_put_enc(t, slot, key, klen, hdr, data, len, 0, 1);
 }
 
 /* Deletes ek, known to exist with an encoded value of vlen bytes whose
@@ -1008,6 +1135,19 @@ int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int
         return rc;
     if (existed) *existed = 1;
     return 0;
+}
+
+int store_txn_del_present(store_txn *t, unsigned slot, const char *key, size_t klen, uint8_t type,
+                          const void *data, size_t len) {
+    store *s = t->s;
+    if (!t->open || slot >= STORE_SLOTS || (len && !data)) return KEEL_EINVAL;
+    size_t eklen = encode_key(s->kbuf, slot, key, klen);
+    if (!eklen) return KEEL_EINVAL;
+    char hdr[VAL_HDR] = {(char)type};
+    int rc;
+    txn_entry *e = txn_phys_known(t, s->kbuf, eklen, hdr, data, len, &rc);
+    if (!e || !e->exists) return rc;
+    return txn_del_known(t, slot, s->kbuf, eklen, e->vlen, e->has_ttl, e->hash, e->type);
 }
 
 static int txn_commit(store_txn *t, int lazy) {

@@ -136,6 +136,21 @@ KEEL_MUST_CHECK int store_txn_put(store_txn *t, unsigned slot, const char *key, 
  * header) or the expire-at field is negative as an int64. */
 KEEL_MUST_CHECK int store_txn_put_raw(store_txn *t, unsigned slot, const char *key, size_t klen,
                                       const void *encoded_value, size_t vlen);
+/* store_txn_put and store_txn_del for a record whose physical state the
+ * caller knows from another record that every txn keeps in step with it (a
+ * sorted set's score-index record and its member record, zset.h), so the
+ * DB read that keeps the statistics exact is skipped: put_absent claims
+ * the record is physically absent (not even expired), del_present that it
+ * is present with type type, no expiry and the payload data[0..len). What
+ * this turn wrote to the record still wins over the claim. A wrong claim
+ * corrupts the per-slot counts and digests (a move's fence would then
+ * refuse), so a debug build (no NDEBUG) checks it against the DB and
+ * asserts. No expiry is written. Returns 0, KEEL_ENOMEM or KEEL_EINVAL
+ * (no txn open, slot >= 16384, key too long, len but no data). */
+KEEL_MUST_CHECK int store_txn_put_absent(store_txn *t, unsigned slot, const char *key, size_t klen,
+                                         uint8_t type, const void *data, size_t len);
+KEEL_MUST_CHECK int store_txn_del_present(store_txn *t, unsigned slot, const char *key, size_t klen,
+                                          uint8_t type, const void *data, size_t len);
 /* *existed (may be NULL) is set to 1 if a physical key was removed (even an
  * expired one), else 0. */
 KEEL_MUST_CHECK int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen,

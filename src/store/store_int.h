@@ -89,6 +89,11 @@ struct store_txn {
     int open;                 /* a command is between begin and commit/abort */
     uint32_t gen;             /* command counter, for the undo log */
     rocksdb_writebatch_t *wb; /* the turn batch */
+    /* The turn's final writes in key order, rebuilt from the overlay at
+     * turn_write (store.c: turn_batch), and its scratch index. */
+    rocksdb_writebatch_t *wb_sorted;
+    struct turn_rec *recs;
+    size_t cap_recs;
     size_t nops;              /* puts and deletes of the current command */
     size_t turn_ops;          /* puts and deletes committed this turn */
     size_t turn_strict;       /* ...of them, by commands that need the turn's fsync */

@@ -2,10 +2,9 @@
  * chunked range copy, change capture and range checksums. See store.h for the
  * contracts.
  *
- * Iteration. The memtable is a hash-skiplist keyed by the 2-byte slot prefix,
- * so an iterator sees a well-ordered stream only within one slot
- * (prefix_same_as_start) unless it asks for total order, which copies the
- * memtable. Range copy and checksum therefore walk slot by slot with one
+ * Iteration. The 2-byte slot prefix is the prefix extractor, so an iterator
+ * sees a well-ordered stream only within one slot (prefix_same_as_start)
+ * unless it asks for total order. Range copy and checksum walk slot by slot with one
  * prefix iterator per call, re-seeking at each slot's first key: a seek picks
  * the prefix afresh, and the iterator turns invalid at the end of the slot.
  *
