@@ -205,19 +205,29 @@ def slots_of(p, nparts):
 
 
 def kill_loop(args, c):
+    """See the module's contract. A step that does not happen in time (an ISR
+    never full again, no write accepted) ends the loop: the kills done so far
+    are reported with the error, and what was acknowledged is still checked."""
     smap = rc.SlotMap(c.ports())
     load = cm.Load(smap, background=args.writers, rate=args.rate, probe_rate=args.probe_rate)
     load.start()
     per_kill, kill_times = [], []
     ids = sorted(c.nodes)
+    error = None
     try:
         for i in range(args.keel_kills):
-            kt.wait_for(lambda: c.full(), 120, 0.5, msg="every ISR full before kill %d" % (i + 1))
+            try:
+                kt.wait_for(lambda: c.full(), 120, 0.5,
+                            msg="every ISR full before kill %d" % (i + 1))
+            except kt.Failure as e:
+                error = str(e)
+                break
             parts = c.partitions()
             victim = ids[i % len(ids)]
             led = [p for p in parts if p["replicas"] and p["replicas"][0] == victim]
             if not led:
-                raise RuntimeError("%s leads no partition" % victim)
+                error = "%s leads no partition before kill %d" % (victim, i + 1)
+                break
             p = led[(i // len(ids)) % len(led)]
             slots = slots_of(p["id"], len(parts))
             load.target.slots = slots
@@ -229,8 +239,6 @@ def kill_loop(args, c):
             run = {"kill": i + 1, "victim": victim, "partition": p["id"],
                    "leader_epoch_before": p["leader_epoch"],
                    "writes_accepted_ms": rec and round(rec * 1000, 1)}
-            if rec is None:
-                run["error"] = "no write accepted on partition %d within 120 s" % p["id"]
             try:
                 after = next(x for x in c.partitions() if x["id"] == p["id"])
                 run["new_leader"] = after["replicas"][0] if after["replicas"] else None
@@ -243,26 +251,42 @@ def kill_loop(args, c):
             c.restart(victim)
             smap.set_ports(c.ports())
             if rec is None:
+                error = "no write accepted on partition %d within 120 s of kill %d" % (
+                    p["id"], i + 1)
                 break
-        kt.wait_for(lambda: c.full(), 120, 0.5, msg="every ISR full after the last kill")
+        try:
+            kt.wait_for(lambda: c.full(), 120, 0.5, msg="every ISR full after the last kill")
+        except kt.Failure as e:
+            error = error or str(e)
         time.sleep(1.0)
         load.pause()
         acks = load.all_acks()
-        lost = rc.verify(smap, acks)
+        try:
+            lost = rc.verify(smap, acks)
+        except RuntimeError as e:
+            lost, error = None, (error or "") + "; " + str(e)
     finally:
         load.finish()
-    per, after = cm.attribute(lost, kill_times)
-    for run, n in zip(per_kill, per):
-        run["acknowledged_writes_lost"] = n
+    out = {"kills": per_kill, "kills_asked": args.keel_kills, "writer": load.stats(),
+           "acknowledged_checked": len(acks)}
+    if error:
+        out["error"] = error
     rec = cm.summary_ms([r["writes_accepted_ms"] for r in per_kill])
-    return {"kills": per_kill, "writes_accepted_ms": rec, "writer": load.stats(),
-            "acknowledged_checked": len(acks), "acknowledged_writes_lost": len(lost),
-            "lost_after_last_kill": after,
-            "lost_examples": [a[0].decode() for a in lost[:5]],
-            "targets": {"writes_accepted_ms_max": 5000,
-                        "writes_accepted_pass": bool(rec) and rec["max"] <= 5000 and
-                        len(per_kill) == args.keel_kills,
-                        "lost_max": 0, "lost_pass": not lost}}
+    out["writes_accepted_ms"] = rec
+    if lost is not None:
+        per, after = cm.attribute(lost, kill_times)
+        for run, n in zip(per_kill, per):
+            run["acknowledged_writes_lost"] = n
+        out.update({"acknowledged_writes_lost": len(lost), "lost_after_last_kill": after,
+                    "lost_examples": [a[0].decode() for a in lost[:5]]})
+    out["targets"] = {
+        "writes_accepted_ms_max": 5000,
+        "writes_accepted_pass": bool(rec) and rec["max"] <= 5000 and
+        len(per_kill) == args.keel_kills and None not in [r["writes_accepted_ms"]
+                                                         for r in per_kill],
+        "lost_max": 0,
+        "lost_pass": lost is not None and not lost and len(per_kill) == args.keel_kills}
+    return out
 
 
 # ---- leadership transfer -----------------------------------------------------
@@ -274,49 +298,63 @@ def transfer(args, c):
     probe = rc.Writer("t", smap, rate=0, slots_fn=target)
     probe.start()
     runs = []
+    error = None
     try:
         parts = c.partitions()
         for i in range(args.transfers):
-            kt.wait_for(lambda: c.full(), 60, 0.2, msg="ISR full before transfer %d" % (i + 1))
-            p = parts[(i * 37) % len(parts)]
-            cur = next(x for x in c.partitions() if x["id"] == p["id"])
-            to = cur["replicas"][(i % (len(cur["replicas"]) - 1)) + 1]
-            target.slots = slots_of(p["id"], len(parts))
-            time.sleep(0.3)
-            t0 = time.monotonic()
-            r = c.cli("promote", p["id"], to, check_rc=False)
-            t1 = time.monotonic()
-            if r.returncode != 0:
-                raise Unsupported("`keel promote %d %s` failed: %s"
-                                  % (p["id"], to, (r.stderr or r.stdout).strip()))
-            kt.wait_for(lambda: next(x for x in c.partitions()
-                                     if x["id"] == p["id"])["replicas"][0] == to, 30, 0.05,
-                        msg="partition %d led by %s" % (p["id"], to))
-            t2 = time.monotonic()
-            time.sleep(0.3)
-            t3 = time.monotonic()
-            ts = [a[4] for a in probe.acks if t0 - 0.2 <= a[4] <= t3]
-            gaps = [b - a for a, b in zip(ts, ts[1:])]
-            run = {"transfer": i + 1, "partition": p["id"], "from": cur["replicas"][0], "to": to,
-                   "promote_cmd_ms": round((t1 - t0) * 1000, 1),
-                   "leader_seen_ms": round((t2 - t0) * 1000, 1),
-                   "pause_ms": round(max(gaps) * 1000, 2) if gaps else None,
-                   "acks_in_window": len(ts)}
-            log("[keel] transfer %d/%d: %s" % (i + 1, args.transfers, run))
-            runs.append(run)
+            try:
+                transfer_one(args, c, parts, i, target, probe, runs)
+            except kt.Failure as e:
+                error = str(e)
+                break
     finally:
         probe.finish()
     base = [b[4] - a[4] for a, b in zip(probe.acks, probe.acks[1:])]
     pauses = [r["pause_ms"] for r in runs]
     s = cm.summary_ms(pauses)
-    return {"runs": runs, "pause_ms": s,
-            "probe_gap_p99_ms_whole_run": base and round(rc.pct(base, 0.99) * 1000, 2),
-            "probe_errors": probe.errors,
-            "definition": "the longest gap between two acknowledged probe SETs on the partition, "
-                          "from 0.2 s before `keel promote` until 0.3 s after the map shows the "
-                          "new leader",
-            "targets": {"pause_p99_ms_max": 20,
-                        "pass": bool(s) and None not in pauses and s["p99"] <= 20}}
+    out = {"runs": runs, "transfers_asked": args.transfers, "pause_ms": s,
+           "probe_gap_p99_ms_whole_run": base and round(rc.pct(base, 0.99) * 1000, 2),
+           "probe_errors": probe.errors,
+           "definition": "the longest gap between two acknowledged probe SETs on the partition, "
+                         "from 0.2 s before `keel promote` until 0.3 s after the map shows the "
+                         "new leader",
+           "targets": {"pause_p99_ms_max": 20,
+                       "pass": bool(s) and None not in pauses and s["p99"] <= 20 and
+                       len(runs) == args.transfers}}
+    if error:
+        out["error"] = error
+    return out
+
+
+def transfer_one(args, c, parts, i, target, probe, runs):
+    """One `keel promote` under the probe; appends its run to runs."""
+    kt.wait_for(lambda: c.full(), 60, 0.2, msg="ISR full before transfer %d" % (i + 1))
+    p = parts[(i * 37) % len(parts)]
+    cur = next(x for x in c.partitions() if x["id"] == p["id"])
+    to = cur["replicas"][(i % (len(cur["replicas"]) - 1)) + 1]
+    target.slots = slots_of(p["id"], len(parts))
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    r = c.cli("promote", p["id"], to, check_rc=False)
+    t1 = time.monotonic()
+    if r.returncode != 0:
+        msg = "`keel promote %d %s` failed: %s" % (p["id"], to, (r.stderr or r.stdout).strip())
+        raise (Unsupported if not runs else kt.Failure)(msg)
+    kt.wait_for(lambda: next(x for x in c.partitions()
+                             if x["id"] == p["id"])["replicas"][0] == to, 30, 0.05,
+                msg="partition %d led by %s" % (p["id"], to))
+    t2 = time.monotonic()
+    time.sleep(0.3)
+    t3 = time.monotonic()
+    ts = [a[4] for a in probe.acks if t0 - 0.2 <= a[4] <= t3]
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    run = {"transfer": i + 1, "partition": p["id"], "from": cur["replicas"][0], "to": to,
+           "promote_cmd_ms": round((t1 - t0) * 1000, 1),
+           "leader_seen_ms": round((t2 - t0) * 1000, 1),
+           "pause_ms": round(max(gaps) * 1000, 2) if gaps else None,
+           "acks_in_window": len(ts)}
+    log("[keel] transfer %d/%d: %s" % (i + 1, args.transfers, run))
+    runs.append(run)
 
 
 # ---- rebalance after a fifth node joins -----------------------------------------
@@ -447,14 +485,19 @@ def run(args):
             else:
                 try:
                     out["transfer"] = transfer(args, c3)
-                except (Unsupported, kt.Failure) as e:
+                except Unsupported as e:
                     out["transfer"] = skipped(str(e))
+                except Exception as e:  # noqa: B902 - reported, the other parts still run
+                    out["transfer"] = {"error": "%s: %s" % (type(e).__name__, e)}
         if "kill" in parts:
             if c3 is None:
                 out["kill"] = skipped(rf3_error)
             else:
-                out["kill"] = kill_loop(args, c3)
-                out["kill"]["settings"] = dict(c3.settings)
+                try:
+                    out["kill"] = kill_loop(args, c3)
+                    out["kill"]["settings"] = dict(c3.settings)
+                except Exception as e:  # noqa: B902 - reported, the other parts still run
+                    out["kill"] = {"error": "%s: %s" % (type(e).__name__, e)}
         if c3 is not None:
             c3.stop()
             c3 = None
