@@ -26,6 +26,7 @@ Only settings a scenario needs are changed, and the JSON lists them.
 """
 import json
 import os
+import statistics
 import time
 
 import keeltest as kt
@@ -181,16 +182,18 @@ def throughput(args, c1, c3):
             log("[keel] SET round %d %s: %s" % (i + 1, name, r[name]))
         rounds.append(r)
     out = {"rounds": rounds, "command": rounds[0][next(iter(rounds[0]))]["command"]}
+    rps1 = statistics.median(x["rf1"]["rps"] for x in rounds)
+    p1 = statistics.median(x["rf1"]["p99_ms"] for x in rounds)
+    out.update({"rf1_rps": rps1, "rf1_p99_ms": p1})
     if c3 is None:
         return out
-    import statistics
-    rps1 = statistics.median(x["rf1"]["rps"] for x in rounds)
     rps3 = statistics.median(x["rf3"]["rps"] for x in rounds)
-    p1 = statistics.median(x["rf1"]["p99_ms"] for x in rounds)
     p3 = statistics.median(x["rf3"]["p99_ms"] for x in rounds)
     out.update({"rf1_rps": rps1, "rf3_rps": rps3, "rf1_p99_ms": p1, "rf3_p99_ms": p3,
                 "rps_ratio_rf3_over_rf1": round(rps3 / rps1, 3),
                 "p99_ratio_rf3_over_rf1": round(p3 / p1, 3) if p1 else None,
+                "round_rps_ratios": [round(x["rf3"]["rps"] / x["rf1"]["rps"], 3)
+                                     for x in rounds],
                 "targets": {"rps_ratio_min": 0.6, "rps_pass": rps3 / rps1 >= 0.6,
                             "p99_ratio_max": 2.0, "p99_pass": bool(p1) and p3 / p1 <= 2.0}})
     return out
@@ -387,6 +390,7 @@ def node_bytes(parts, ids):
 
 
 def rebalance(args, c):
+    log("[keel] rebalance: loading %d keys at RF %d ..." % (args.rebalance_keys, c.rf))
     load_keys(c, args.rebalance_keys)
     # partition bytes reach the coordinator with heartbeats
     kt.wait_for(lambda: sum(p["bytes"] for p in c.partitions()) > 0, 30, 0.5,
@@ -411,6 +415,9 @@ def rebalance(args, c):
     while time.monotonic() < deadline:
         mv = [m for m in c.moves() if m["id"] > first]
         active = [m for m in mv if m["state"] in ACTIVE]
+        if int(time.monotonic() - t0) % 15 == 0:
+            log("[keel] rebalance: %d moves, %d active, %.0f s" % (len(mv), len(active),
+                                                                   time.monotonic() - t0))
         if active:
             quiet_since, t_last = None, time.monotonic()
         elif mv:
