@@ -395,7 +395,14 @@ def rebalance(args, c):
     # partition bytes reach the coordinator with heartbeats
     kt.wait_for(lambda: sum(p["bytes"] for p in c.partitions()) > 0, 30, 0.5,
                 msg="partition bytes reported")
-    time.sleep(3)
+    # the planner weighs each partition's load (a 5 s EWMA of its ops/s): let
+    # the loading burst fade, or the join is planned on it
+    try:
+        kt.wait_for(lambda: sum(n.get("ops", 0) for n in c.status()["nodes"]) < 1.0, 90, 1.0,
+                    msg="the loading burst's ops faded")
+    except kt.Failure as e:
+        log("[keel] rebalance: %s (joining anyway)" % e)
+    time.sleep(2)
     before = c.partitions()
     size = {p["id"]: p["bytes"] for p in before}
     c.set("max_moves_per_round", 0)
