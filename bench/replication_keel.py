@@ -34,8 +34,10 @@ import replication_client as rc
 import replication_common as cm
 
 log = cm.log
-ACTIVE = ("PLANNED", "COPYING", "CATCHING_UP", "FENCED", "ADDING", "IN_SYNC", "TRANSFERRING",
-          "REMOVING", "COMMITTED")
+# A move has moved its data once COMMITTED (DONE follows after cleanup_after_s);
+# every other state but ABORTED is still under way, whatever its name.
+FINISHED = ("COMMITTED", "DONE")
+ENDED = FINISHED + ("ABORTED",)
 
 
 class Cluster:
@@ -421,7 +423,7 @@ def rebalance(args, c):
     deadline = t0 + 900
     while time.monotonic() < deadline:
         mv = [m for m in c.moves() if m["id"] > first]
-        active = [m for m in mv if m["state"] in ACTIVE]
+        active = [m for m in mv if m["state"] not in ENDED]
         if int(time.monotonic() - t0) % 15 == 0:
             log("[keel] rebalance: %d moves, %d active, %.0f s" % (len(mv), len(active),
                                                                    time.monotonic() - t0))
@@ -435,7 +437,7 @@ def rebalance(args, c):
     else:
         return {"error": "not balanced after 900 s"}
     mv = [m for m in c.moves() if m["id"] > first]
-    done = [m for m in mv if m["state"] == "DONE"]
+    done = [m for m in mv if m["state"] in FINISHED]
     after = c.partitions()
     final = node_bytes([dict(p, bytes=size[p["id"]]) for p in after], ids)
     moved = sum(size[m["partition"]] for m in done)
@@ -454,7 +456,7 @@ def rebalance(args, c):
             "final_max_over_mean": mm and round(mm, 3),
             "definition": "node bytes = sum of the pre-join bytes (keel partitions --json) of "
                           "every partition it holds a replica of; moved = the pre-join bytes "
-                          "of the partition of every DONE move; floor = sum over the 5 nodes of "
+                          "of the partition of every COMMITTED or DONE move; floor = sum over the 5 nodes of "
                           "max(0, bytes - mean) at the join",
             "targets": {"moved_over_floor_max": 1.1, "final_max_over_mean_max": 1.10,
                         "pass": ratio_moved is not None and ratio_moved <= 1.1 and
