@@ -10,6 +10,10 @@ Contract:
   - Load(smap, background, rate, value_bytes): background writers over all
     slots plus one probe writer whose slots are set per kill (probe.target);
     start/pause/resume/finish; all_acks().
+  - start_sweep(smap, slots, t_kill) / end_sweep(sw, timeout): after a kill,
+    one write into each of `slots` in turn, each retried until acknowledged;
+    the time from the kill to the last ack (an upper bound of "every one of
+    them writable again").
   - attribute(lost, kills): lost acks -> the kill each was lost at (the first
     kill after its ack), as counts per kill.
 """
@@ -111,6 +115,42 @@ class Load:
                 "acknowledged": sum(len(w.acks) for w in self.all),
                 "not_acknowledged_by_kind": errors,
                 "background_p99_ms": rc.pct(lat, 0.99) and round(rc.pct(lat, 0.99) * 1000, 2)}
+
+
+class Sweeper(rc.Writer):
+    """After a kill: one SET into each slot of `slots` in turn, each retried
+    until acknowledged (a write sent after t0), then the next. `done_s` is
+    the time from t0 to the last one's ack: an upper bound of the time until
+    every one of them accepted writes (they are written one after another)."""
+
+    def __init__(self, smap, slots, t0):
+        super().__init__("s", smap, rate=0, slots_fn=self._cur)
+        self.sweep, self.idx, self.t0, self.done_s = list(slots), 0, t0, None
+
+    def _cur(self):
+        return [self.sweep[min(self.idx, len(self.sweep) - 1)]]
+
+    def run(self):
+        while not self.stop_ev.is_set() and self.idx < len(self.sweep):
+            n = len(self.acks)
+            self.attempt()
+            if len(self.acks) > n and self.acks[-1][2] == self.sweep[self.idx]:
+                self.idx += 1
+        if self.idx >= len(self.sweep):
+            self.done_s = self.acks[-1][4] - self.t0
+
+
+def start_sweep(smap, slots, t_kill):
+    sw = Sweeper(smap, slots, t_kill)
+    sw.start()
+    return sw
+
+
+def end_sweep(sw, timeout):
+    """Waits for the sweep (up to timeout), stops it; its done_s or None."""
+    sw.join(timeout)
+    sw.finish()
+    return sw.done_s
 
 
 def wait_probe_ack(load, t_kill, slots, timeout):

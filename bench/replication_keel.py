@@ -12,7 +12,8 @@ table; a figure whose piece the keel binary lacks is {"skipped": "reason"}
   - kill: on the RF 3 cluster, --keel-kills times kill -9 of the leader of a
     partition (a different node each time) under replication_common.Load:
     time to the first write acknowledged on that partition (target <= 5000
-    ms), the node restarted on its data and the next kill only once every
+    ms) and to the last of a sweep of one write into every partition the
+    victim led, the node restarted on its data and the next kill only once every
     ISR is full again; every acknowledged key read back at the end (target 0
     lost);
   - rebalance: 4 nodes at RF 3 loaded with --rebalance-keys keys, a fifth
@@ -216,7 +217,7 @@ def kill_loop(args, c):
     smap = rc.SlotMap(c.ports())
     load = cm.Load(smap, background=args.writers, rate=args.rate, probe_rate=args.probe_rate)
     load.start()
-    per_kill, kill_times = [], []
+    per_kill, kill_times, sweep_acks = [], [], []
     ids = sorted(c.nodes)
     error = None
     try:
@@ -240,10 +241,15 @@ def kill_loop(args, c):
             t_kill = time.monotonic()
             c.nodes[victim].kill9()
             kill_times.append(t_kill)
+            sw = cm.start_sweep(smap, [slots_of(x["id"], len(parts))[0] for x in led], t_kill)
             rec = cm.wait_probe_ack(load, t_kill, slots, 120)
+            done = cm.end_sweep(sw, 120)
+            sweep_acks.extend(sw.acks)
             run = {"kill": i + 1, "victim": victim, "partition": p["id"],
                    "leader_epoch_before": p["leader_epoch"],
-                   "writes_accepted_ms": rec and round(rec * 1000, 1)}
+                   "writes_accepted_ms": rec and round(rec * 1000, 1),
+                   "sweep_all_writable_ms": done and round(done * 1000, 1),
+                   "sweep_partitions": len(led)}
             try:
                 after = next(x for x in c.partitions() if x["id"] == p["id"])
                 run["new_leader"] = after["replicas"][0] if after["replicas"] else None
@@ -265,7 +271,7 @@ def kill_loop(args, c):
             error = error or str(e)
         time.sleep(1.0)
         load.pause()
-        acks = load.all_acks()
+        acks = load.all_acks() + sweep_acks
         try:
             lost = rc.verify(smap, acks)
         except RuntimeError as e:
@@ -278,6 +284,7 @@ def kill_loop(args, c):
         out["error"] = error
     rec = cm.summary_ms([r["writes_accepted_ms"] for r in per_kill])
     out["writes_accepted_ms"] = rec
+    out["sweep_all_writable_ms"] = cm.summary_ms([r["sweep_all_writable_ms"] for r in per_kill])
     if lost is not None:
         per, after = cm.attribute(lost, kill_times)
         for run, n in zip(per_kill, per):

@@ -10,7 +10,8 @@ returns a dict with:
   - kills: `kills` times, kill -9 of the master of slot group i % 3 (the
     three ranges create made) under the writers of replication_common.Load;
     per kill the time from the kill to the first write acknowledged on that
-    master's slots (the probe writes only there), then the killed node is
+    master's slots (the probe writes only there) and to the last of a sweep
+    of one write into every 16th of its slots, then the killed node is
     started again on its port and nodes.conf (it rejoins as a replica of the
     promoted one) and the next kill waits until it is in sync;
   - writes_lost: every acknowledged key read back at the end (writers
@@ -167,7 +168,7 @@ def kill_loop(args, c, kills):
     smap = rc.SlotMap(c.ports)
     load = cm.Load(smap, background=args.writers, rate=args.rate, probe_rate=args.probe_rate)
     load.start()
-    per_kill, kill_times = [], []
+    per_kill, kill_times, sweep_acks = [], [], []
     limit = max(60.0, 6 * c.timeout_ms / 1000.0)
     try:
         for i in range(kills):
@@ -179,9 +180,14 @@ def kill_loop(args, c, kills):
             t_kill = time.monotonic()
             c.srv(victim).kill9()
             kill_times.append(t_kill)
+            sw = cm.start_sweep(smap, group[::16], t_kill)
             rec = cm.wait_probe_ack(load, t_kill, group, limit)
+            done = cm.end_sweep(sw, limit)
+            sweep_acks.extend(sw.acks)
             run = {"kill": i + 1, "victim_port": victim,
-                   "writes_accepted_ms": rec and round(rec * 1000, 1)}
+                   "writes_accepted_ms": rec and round(rec * 1000, 1),
+                   "sweep_all_writable_ms": done and round(done * 1000, 1),
+                   "sweep_slots": len(sw.sweep)}
             if rec is None:
                 run["error"] = "no write accepted on the victim's slots within %.0f s" % limit
             new_master = c.master_of(group)
@@ -193,7 +199,7 @@ def kill_loop(args, c, kills):
         kt.wait_for(lambda: healthy(c.ports), 120, 0.2, msg="healthy after the last kill")
         time.sleep(1.0)
         load.pause()
-        acks = load.all_acks()
+        acks = load.all_acks() + sweep_acks
         lost = rc.verify(smap, acks)
     finally:
         load.finish()
@@ -203,6 +209,8 @@ def kill_loop(args, c, kills):
     rec = [r["writes_accepted_ms"] for r in per_kill]
     return {"kills": per_kill,
             "writes_accepted_ms": cm.summary_ms(rec),
+            "sweep_all_writable_ms": cm.summary_ms([r["sweep_all_writable_ms"]
+                                                    for r in per_kill]),
             "writer": load.stats(),
             "acknowledged_checked": len(acks),
             "acknowledged_writes_lost": len(lost),
