@@ -128,17 +128,20 @@ class Cluster:
             for _ in range(4):
                 port = smap.port_of(s)
                 if port is None:
+                    self.last_write_error = "slot %d: no owner in CLUSTER SLOTS" % s
                     return False
                 try:
                     r = rc.call(port, b"SET", b"{%s}:probe" % tags[s], b"1", timeout=2.0)
-                except (OSError, ConnectionError):
+                except (OSError, ConnectionError) as e:
+                    self.last_write_error = "slot %d on port %d: %s %s" % (
+                        s, port, type(e).__name__, e)
                     return False
                 if r == b"OK":
                     ok = True
                     break
                 mv = rc.parse_moved(r) if isinstance(r, rc.RespErr) else None
                 if not mv:
-                    self.last_write_error = r
+                    self.last_write_error = "slot %d on port %d: %r" % (s, port, r)
                     return False
                 smap.moved(*mv)
             if not ok:
