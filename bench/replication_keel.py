@@ -10,7 +10,7 @@ table; a figure whose piece the keel binary lacks is {"skipped": "reason"}
     RF 3 min_insync 2, both clusters up, alternating which goes first per
     round; ratios RF3/RF1 of rps (target >= 0.6) and p99 (target <= 2);
   - kill: on the RF 3 cluster, --keel-kills times kill -9 of the leader of a
-    partition (a different node each time) under replication_common.Load:
+    partition (the node leading the most partitions, ties in turn) under replication_common.Load:
     time to the first write acknowledged on that partition (target <= 5000
     ms) and to the last of a sweep of one write into every partition the
     victim led, the node restarted on its data and the next kill only once every
@@ -232,7 +232,11 @@ def kill_loop(args, c):
                 error = str(e)
                 break
             parts = c.partitions()
-            victim = ids[i % len(ids)]
+            # the node that leads the most partitions (ties: in turn), so
+            # that leadership does not pile up on the survivors
+            count = {n: sum(1 for p in parts if p["replicas"] and p["replicas"][0] == n)
+                     for n in ids}
+            victim = min(ids, key=lambda n: (-count[n], (ids.index(n) - i) % len(ids)))
             led = [p for p in parts if p["replicas"] and p["replicas"][0] == victim]
             if not led:
                 error = "%s leads no partition before kill %d" % (victim, i + 1)
@@ -483,15 +487,15 @@ def run(args):
     rf3_error = None
     try:
         if "throughput" in parts:
-            log("[keel] RF 1: coordinator and 3 nodes ...")
-            c1 = Cluster(1, 3, args.partitions, args.keel_fsync)
+            log("[keel] RF 1: coordinator and %d nodes ..." % args.keel_nodes)
+            c1 = Cluster(1, args.keel_nodes, args.partitions, args.keel_fsync)
             c1.ready()
         if parts & {"throughput", "kill", "transfer"}:
-            log("[keel] RF 3 min_insync 2: coordinator and 3 nodes ...")
+            log("[keel] RF 3 min_insync 2: coordinator and %d nodes ..." % args.keel_nodes)
             try:
-                c3 = Cluster(3, 3, args.partitions, args.keel_fsync, min_insync=2)
+                c3 = Cluster(3, args.keel_nodes, args.partitions, args.keel_fsync, min_insync=2)
                 c3.ready()
-                out["setup_rf3"] = {"init": c3.init_cmd, "nodes": 3}
+                out["setup_rf3"] = {"init": c3.init_cmd, "nodes": args.keel_nodes}
             except (Unsupported, kt.Failure) as e:
                 rf3_error = "RF 3: %s" % e
                 if c3 is not None:
