@@ -328,11 +328,17 @@ def transfer(args, c):
                 break
     finally:
         probe.finish()
-    base = [b[4] - a[4] for a, b in zip(probe.acks, probe.acks[1:])]
+    wins = [(r["window"][0], r["window"][1]) for r in runs]
+    base = [b[4] - a[4] for a, b in zip(probe.acks, probe.acks[1:])
+            if not any(lo <= b[4] and a[4] <= hi for lo, hi in wins)]
     pauses = [r["pause_ms"] for r in runs]
     s = cm.summary_ms(pauses)
+    for r in runs:
+        r.pop("window")
     out = {"runs": runs, "transfers_asked": args.transfers, "pause_ms": s,
-           "probe_gap_p99_ms_whole_run": base and round(rc.pct(base, 0.99) * 1000, 2),
+           "probe_gap_outside_transfers_ms": {
+               "p50": base and round(rc.pct(base, 0.5) * 1000, 2),
+               "p99": base and round(rc.pct(base, 0.99) * 1000, 2)},
            "probe_errors": probe.errors,
            "definition": "the longest gap between two acknowledged probe SETs on the partition, "
                          "from 0.2 s before `keel promote` until 0.3 s after the map shows the "
@@ -373,6 +379,7 @@ def transfer_one(args, c, parts, i, target, probe, runs):
            "pause_ms": round(max(gaps) * 1000, 2) if gaps else None,
            "acks_in_window": len(ts)}
     log("[keel] transfer %d/%d: %s" % (i + 1, args.transfers, run))
+    run["window"] = (t0 - 0.2, t3)
     runs.append(run)
 
 
