@@ -456,7 +456,12 @@ def rebalance(args, c):
                 break
         time.sleep(0.5)
     else:
-        return {"error": "not balanced after 900 s"}
+        mv = [m for m in c.moves() if m["id"] > first]
+        steps = {}
+        for m in mv:
+            k = "%s/%s" % (m["state"], m.get("step") or m.get("phase") or "")
+            steps[k] = steps.get(k, 0) + 1
+        return {"error": "not balanced after 900 s", "moves": len(mv), "moves_by_step": steps}
     mv = [m for m in c.moves() if m["id"] > first]
     done = [m for m in mv if m["state"] in FINISHED]
     after = c.partitions()
