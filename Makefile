@@ -78,6 +78,7 @@ demo: build
 bench: build
 	@./bench/node_vs_redis
 	@./bench/types
+	@./bench/replication
 	@./bench/planner
 	@./bench/move
 	@./bench/move_bighash
