@@ -248,6 +248,22 @@ static int check_placement(mapstore *ms, const mapstore_placement *pl, size_t n)
     for (size_t i = 0; i < n && !rc; i++) {
         if ((rc = check_part(ms, pl[i].partition)) || (rc = check_id(ms, "owner", pl[i].owner)))
             break;
+        if (pl[i].nfollowers > KEEL_RF_MAX - 1 || (pl[i].nfollowers && !pl[i].followers)) {
+            rc = mapstore__errf(ms, KEEL_EINVAL, "partition %u: 0 to %d followers, not %u",
+                                pl[i].partition, KEEL_RF_MAX - 1, pl[i].nfollowers);
+            break;
+        }
+        for (unsigned f = 0; f < pl[i].nfollowers && !rc; f++) {
+            if ((rc = check_id(ms, "follower", pl[i].followers[f]))) break;
+            if (!strcmp(pl[i].followers[f], pl[i].owner))
+                rc = mapstore__errf(ms, KEEL_EINVAL, "partition %u: %s listed twice",
+                                    pl[i].partition, pl[i].owner);
+            for (unsigned g = 0; g < f && !rc; g++)
+                if (!strcmp(pl[i].followers[f], pl[i].followers[g]))
+                    rc = mapstore__errf(ms, KEEL_EINVAL, "partition %u: %s listed twice",
+                                        pl[i].partition, pl[i].followers[f]);
+        }
+        if (rc) break;
         if (seen[pl[i].partition]++)
             rc = mapstore__errf(ms, KEEL_EINVAL, "partition %u placed twice", pl[i].partition);
     }
@@ -389,6 +405,42 @@ void mapstore_w_setting_unset(mapstore_write *w, const char *name) {
     put_str(w, w->name, sizeof w->name, name, OV_NAME);
 }
 
+static void w_ids(mapstore_write *w, unsigned p, uint64_t expected_pe, const char *const *ids,
+                  size_t n) {
+    w->partition = p;
+    w->expected_pe = expected_pe;
+    if (!ids || n < 1 || n > KEEL_RF_MAX) {
+        w->overflow |= OV_ID;
+        return;
+    }
+    w->nids = (unsigned)n;
+    for (size_t i = 0; i < n; i++)
+        put_str(w, w->ids[i], sizeof w->ids[i], ids[i], OV_ID);
+}
+
+void mapstore_w_partition_set_isr(mapstore_write *w, unsigned p, uint64_t expected_pe,
+                                  const char *const *isr, size_t n) {
+    w_init(w, MAPSTORE_W_PARTITION_SET_ISR);
+    w_ids(w, p, expected_pe, isr, n);
+}
+
+void mapstore_w_partition_set_replicas(mapstore_write *w, unsigned p, uint64_t expected_pe,
+                                       const char *const *replicas, size_t n) {
+    w_init(w, MAPSTORE_W_PARTITION_SET_REPLICAS);
+    w_ids(w, p, expected_pe, replicas, n);
+}
+
+void mapstore_w_partition_set_leader(mapstore_write *w, unsigned p, uint64_t expected_pe,
+                                     const char *leader, int old_in_isr) {
+    w_init(w, MAPSTORE_W_PARTITION_SET_LEADER);
+    w_ids(w, p, expected_pe, &leader, 1);
+    w->value = old_in_isr != 0;
+}
+
+void mapstore_w_bump_version(mapstore_write *w) {
+    w_init(w, MAPSTORE_W_BUMP_VERSION);
+}
+
 /* ---- Writes: checks (no I/O, any time) ----------------------------------------- */
 
 static int w_id(mapstore *ms, const mapstore_write *w, const char *what) {
@@ -496,6 +548,37 @@ static int c_setting_unset(mapstore *ms, const mapstore_write *w) {
     return w_name(ms, w);
 }
 
+static int check_id_list(mapstore *ms, const char *what, const char *const *ids, size_t n);
+
+/* The list of a replication write, as pointers into w. */
+static size_t w_list(const mapstore_write *w, const char *ptr[KEEL_RF_MAX]) {
+    for (unsigned i = 0; i < w->nids && i < KEEL_RF_MAX; i++)
+        ptr[i] = w->ids[i];
+    return w->nids;
+}
+
+static int c_partition_list(mapstore *ms, const mapstore_write *w, const char *what) {
+    const char *ids[KEEL_RF_MAX];
+    int rc;
+    if ((rc = check_part(ms, w->partition))) return rc;
+    if (w->overflow & OV_ID)
+        return mapstore__errf(ms, KEEL_EINVAL, "%s: 1 to %d valid node ids (" KEEL_ID_RULE ")",
+                              what, KEEL_RF_MAX);
+    return check_id_list(ms, what, ids, w_list(w, ids));
+}
+
+static int c_partition_set_isr(mapstore *ms, const mapstore_write *w) {
+    return c_partition_list(ms, w, "ISR");
+}
+
+static int c_partition_set_replicas(mapstore *ms, const mapstore_write *w) {
+    return c_partition_list(ms, w, "replicas");
+}
+
+static int c_partition_set_leader(mapstore *ms, const mapstore_write *w) {
+    return c_partition_list(ms, w, "leader");
+}
+
 /* ---- Writes: the backend calls --------------------------------------------------- */
 
 static int r_bump_term(mapstore *ms, ms_job *j) {
@@ -560,6 +643,28 @@ static int r_setting_unset(mapstore *ms, ms_job *j) {
     return ms->ops->setting_unset(ms, j->w.name);
 }
 
+static int r_partition_set_isr(mapstore *ms, ms_job *j) {
+    const char *ids[KEEL_RF_MAX];
+    size_t n = w_list(&j->w, ids);
+    return ms->ops->partition_set_isr(ms, j->w.partition, j->w.expected_pe, ids, n, &j->r.part);
+}
+
+static int r_partition_set_replicas(mapstore *ms, ms_job *j) {
+    const char *ids[KEEL_RF_MAX];
+    size_t n = w_list(&j->w, ids);
+    return ms->ops->partition_set_replicas(ms, j->w.partition, j->w.expected_pe, ids, n,
+                                           &j->r.part);
+}
+
+static int r_partition_set_leader(mapstore *ms, ms_job *j) {
+    return ms->ops->partition_set_leader(ms, j->w.partition, j->w.expected_pe, j->w.ids[0],
+                                         j->w.value, &j->r.part);
+}
+
+static int r_bump_version(mapstore *ms, ms_job *j) {
+    return ms->ops->bump_version(ms, &j->r.version);
+}
+
 static int r_reload(mapstore *ms, ms_job *j) {
     (void)ms;
     j->want_fresh = 1; /* the re-read after the call is the whole job */
@@ -599,7 +704,7 @@ static void a_partition_set_owner(mapstore *ms, const ms_job *j) {
 
 static void a_partition_place(mapstore *ms, const ms_job *j) {
     for (size_t i = 0; ms->c.have_parts && i < j->w.npl; i++) { /* each placed: owner, epoch + 1 */
-        mapstore__owner_change(&ms->c.parts[j->pl[i].partition], j->pl[i].owner);
+        mapstore__place(&ms->c.parts[j->pl[i].partition], &j->pl[i]);
     }
 }
 
@@ -658,6 +763,11 @@ static void a_move_commit(mapstore *ms, const ms_job *j) {
     }
 }
 
+/* The backend returned the partition as committed: memory takes it. */
+static void a_partition_cas(mapstore *ms, const ms_job *j) {
+    if (ms->c.have_parts) ms->c.parts[j->w.partition] = j->r.part;
+}
+
 static void a_setting_set(mapstore *ms, const ms_job *j) {
     (void)msc_put_setting(ms, j->w.name, j->w.text, j->w.now_ms);
 }
@@ -690,6 +800,13 @@ const ms_wop ms_wops[MAPSTORE_W_NKINDS] = {
     [MAPSTORE_W_SETTING_UNSET] = {"setting_unset", c_setting_unset, r_setting_unset,
                                   a_setting_unset},
     [MAPSTORE_W_RELOAD] = {"reload", c_none, r_reload, a_none},
+    [MAPSTORE_W_PARTITION_SET_ISR] = {"partition_set_isr", c_partition_set_isr,
+                                      r_partition_set_isr, a_partition_cas},
+    [MAPSTORE_W_PARTITION_SET_REPLICAS] = {"partition_set_replicas", c_partition_set_replicas,
+                                           r_partition_set_replicas, a_partition_cas},
+    [MAPSTORE_W_PARTITION_SET_LEADER] = {"partition_set_leader", c_partition_set_leader,
+                                         r_partition_set_leader, a_partition_cas},
+    [MAPSTORE_W_BUMP_VERSION] = {"bump_version", c_none, r_bump_version, a_none},
 };
 
 int ms_refusal(int rc) {
@@ -873,6 +990,25 @@ int mapstore_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_
     return 0;
 }
 
+int mapstore_partition_set_leader(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                  const char *leader, int old_in_isr, uint64_t *pe) {
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_partition_set_leader(&w, p, expected_pe, leader, old_in_isr);
+    int rc = write_sync(ms, &w, &r);
+    if (!rc && pe) *pe = r.part.partition_epoch;
+    return rc;
+}
+
+int mapstore_bump_version(mapstore *ms, uint64_t *version) {
+    mapstore_write w;
+    mapstore_result r;
+    mapstore_w_bump_version(&w);
+    int rc = write_sync(ms, &w, &r);
+    if (!rc && version) *version = r.version;
+    return rc;
+}
+
 /* ---- Replication rules (shared with the backends) ------------------------ */
 
 int mapstore__part_can_bump(mapstore *ms, const mapstore_partition *p) {
@@ -973,6 +1109,44 @@ int mapstore__set_replicas(mapstore *ms, mapstore_partition *p, uint64_t expecte
     p->epoch++;
     p->partition_epoch++;
     return 0;
+}
+
+int mapstore__set_leader(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
+                         const char *leader, int old_in_isr) {
+    int rc = cas_check(ms, p, expected_pe);
+    if (rc) return rc;
+    int k = rep_index(p, leader);
+    if (k < 0)
+        return mapstore__errf(ms, KEEL_EINVAL, "partition %u: %s is not a replica", p->id, leader);
+    if (k > 0) { /* leader first, the old leader second, the others in place */
+        char ids[KEEL_RF_MAX][KEEL_ID_MAX + 1];
+        int in[KEEL_RF_MAX];
+        size_t n = 0;
+        snprintf(ids[n], sizeof ids[n], "%s", leader);
+        in[n++] = 1;
+        snprintf(ids[n], sizeof ids[n], "%s", p->replicas[0]);
+        in[n++] = old_in_isr && (p->isr & 1);
+        for (unsigned i = 1; i < p->nreplicas; i++)
+            if ((int)i != k) {
+                snprintf(ids[n], sizeof ids[n], "%s", p->replicas[i]);
+                in[n++] = (p->isr >> i) & 1;
+            }
+        put_list(p, ids, in, n);
+        snprintf(p->owner, sizeof p->owner, "%s", leader);
+    }
+    p->epoch++;
+    p->leader_epoch++;
+    p->partition_epoch++;
+    return 0;
+}
+
+void mapstore__place(mapstore_partition *p, const mapstore_placement *pl) {
+    mapstore__owner_change(p, pl->owner);
+    for (unsigned f = 0; f < pl->nfollowers && p->nreplicas < KEEL_RF_MAX; f++) {
+        snprintf(p->replicas[p->nreplicas], sizeof p->replicas[0], "%s", pl->followers[f]);
+        p->isr |= 1u << p->nreplicas;
+        p->nreplicas++;
+    }
 }
 
 int mapstore__part_check(const mapstore_partition *p) {

@@ -174,6 +174,11 @@ typedef struct mapstore_partition {
 typedef struct mapstore_placement {
     unsigned partition;
     const char *owner; /* borrowed for the call */
+    /* RF > 1 (issue 11 step 4): the other replicas, after the owner, all in
+     * the ISR at creation (every copy is empty). 0 followers: RF 1 as
+     * before. Borrowed for the call, like owner. */
+    const char *const *followers;
+    unsigned nfollowers; /* 0..KEEL_RF_MAX - 1 */
 } mapstore_placement;
 
 typedef struct mapstore_move {
@@ -327,8 +332,10 @@ KEEL_MUST_CHECK int mapstore_partition_set_owner(mapstore *ms, unsigned p, const
  * one's epoch, and +1 to the version once, all in one transaction. Every
  * listed partition must be unowned and listed once; otherwise nothing
  * changes. n == 0 changes nothing and returns 0. pl is borrowed for the
- * call. The new version goes to *version (may be NULL).
- * Errors: KEEL_ERANGE, KEEL_EINVAL (bad id, partition listed twice),
+ * call. The new version goes to *version (may be NULL). An entry with
+ * followers places RF > 1: replicas = owner then followers, all in the ISR
+ * (mapstore__place). Errors: KEEL_ERANGE, KEEL_EINVAL (bad id, partition
+ * listed twice, a follower twice or equal to the owner),
  * KEEL_ENOTFOUND (no such node), KEEL_EEXIST (a partition already owned). */
 KEEL_MUST_CHECK int mapstore_partition_place(mapstore *ms, const mapstore_placement *pl, size_t n,
                                              uint64_t *version);
@@ -354,6 +361,28 @@ KEEL_MUST_CHECK int mapstore_partition_set_isr(mapstore *ms, unsigned p, uint64_
 KEEL_MUST_CHECK int mapstore_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_pe,
                                                     const char *const *replicas, size_t n,
                                                     uint64_t *pe);
+/* A change of leader by compare-and-set (issue 11 step 4: failover, and
+ * leadership transfer): if p's partition epoch is still expected_pe, leader
+ * (a replica of p) becomes replicas[0] and owner, the old leader stays in
+ * the list right after it, in the ISR only when old_in_isr and it was in
+ * it (a failover leaves it out: it may miss acknowledged writes; a clean
+ * transfer keeps it), the others keep their places and ISR bits; the new
+ * leader is in the ISR. leader_epoch + 1, epoch + 1, partition epoch + 1,
+ * version + 1. leader == the current leader is a re-election in a new
+ * leader epoch (a leader that restarted with a new incarnation, C3):
+ * the same epochs go up, the lists stay. New partition epoch to *pe (may
+ * be NULL). Errors: KEEL_ERANGE, KEEL_EINVAL (bad id, p unowned, leader not
+ * a replica of p), KEEL_EAGAIN (partition epoch not expected_pe). */
+KEEL_MUST_CHECK int mapstore_partition_set_leader(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                                  const char *leader, int old_in_isr,
+                                                  uint64_t *pe);
+/* Adds one to the map version and changes nothing else: what nodes see
+ * that the store does not hold (a setting they apply, min_insync and
+ * replica_lease_ms; a node's incarnation, kept by the coordinator in
+ * memory) reaches them with the next heartbeat, which fetches a map only
+ * when its version is older. New version to *version (may be NULL).
+ * Errors: KEEL_ERANGE, KEEL_EIO. */
+KEEL_MUST_CHECK int mapstore_bump_version(mapstore *ms, uint64_t *version);
 /* Pins (1) or unpins (0) partition p. Errors: KEEL_ERANGE, KEEL_EINVAL. */
 KEEL_MUST_CHECK int mapstore_partition_set_pinned(mapstore *ms, unsigned p, int pinned);
 
@@ -461,6 +490,10 @@ typedef enum mapstore_wkind {
     MAPSTORE_W_SETTING_SET,
     MAPSTORE_W_SETTING_UNSET,
     MAPSTORE_W_RELOAD, /* no write: re-read the whole store into memory */
+    MAPSTORE_W_PARTITION_SET_ISR,
+    MAPSTORE_W_PARTITION_SET_REPLICAS,
+    MAPSTORE_W_PARTITION_SET_LEADER,
+    MAPSTORE_W_BUMP_VERSION,
     MAPSTORE_W_NKINDS
 } mapstore_wkind;
 
@@ -482,6 +515,11 @@ typedef struct mapstore_write {
     const mapstore_placement *pl; /* PARTITION_PLACE: borrowed until mapstore_submit returns */
     size_t npl;
     unsigned overflow; /* builders: a string that did not fit (or was NULL): refused */
+    /* SET_ISR, SET_REPLICAS: the list; SET_LEADER: ids[0] the leader,
+     * value old_in_isr. All three: expected_pe. */
+    char ids[KEEL_RF_MAX][KEEL_ID_MAX + 1];
+    unsigned nids;
+    uint64_t expected_pe;
 } mapstore_write;
 
 /* What a write returned: rc as the synchronous call would (0 or KEEL_E*);
@@ -493,6 +531,7 @@ typedef struct mapstore_result {
     int rc;
     const char *errmsg;
     uint64_t id, epoch, version, term;
+    mapstore_partition part; /* SET_ISR, SET_REPLICAS, SET_LEADER: p as committed */
 } mapstore_result;
 
 /* Runs on the loop thread once per accepted write, in submission order. */
@@ -542,6 +581,14 @@ void mapstore_w_move_set_bytes(mapstore_write *w, uint64_t id, uint64_t bytes);
 void mapstore_w_move_commit(mapstore_write *w, uint64_t id, int64_t now_ms);
 void mapstore_w_setting_set(mapstore_write *w, const char *name, const char *value, int64_t now_ms);
 void mapstore_w_setting_unset(mapstore_write *w, const char *name);
+/* The replication writes (issue 11 step 4), as the synchronous calls. */
+void mapstore_w_partition_set_isr(mapstore_write *w, unsigned p, uint64_t expected_pe,
+                                  const char *const *isr, size_t n);
+void mapstore_w_partition_set_replicas(mapstore_write *w, unsigned p, uint64_t expected_pe,
+                                       const char *const *replicas, size_t n);
+void mapstore_w_partition_set_leader(mapstore_write *w, unsigned p, uint64_t expected_pe,
+                                     const char *leader, int old_in_isr);
+void mapstore_w_bump_version(mapstore_write *w);
 
 /* ---- Backend interface (for backend implementations only) --------------
  * A backend implements these on its own state (`impl`). mapstore.c has
@@ -573,6 +620,9 @@ typedef struct mapstore_ops {
                              size_t n, mapstore_partition *out);
     int (*partition_set_replicas)(mapstore *ms, unsigned p, uint64_t expected_pe,
                                   const char *const *replicas, size_t n, mapstore_partition *out);
+    int (*partition_set_leader)(mapstore *ms, unsigned p, uint64_t expected_pe, const char *leader,
+                                int old_in_isr, mapstore_partition *out);
+    int (*bump_version)(mapstore *ms, uint64_t *version);
     int (*move_create)(mapstore *ms, unsigned p, const char *to, const char *reason, int64_t now_ms,
                        uint64_t *id);
     int (*move_get)(mapstore *ms, uint64_t id, mapstore_move *out);
@@ -619,6 +669,12 @@ int mapstore__set_isr(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
                       const char *const *isr, size_t n);
 int mapstore__set_replicas(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
                            const char *const *replicas, size_t n);
+/* set_leader  likewise for mapstore_partition_set_leader.
+ * place       a bootstrap placement entry on an unowned p: owner_change,
+ *             then the followers appended, all in the ISR. */
+int mapstore__set_leader(mapstore *ms, mapstore_partition *p, uint64_t expected_pe,
+                         const char *leader, int old_in_isr);
+void mapstore__place(mapstore_partition *p, const mapstore_placement *pl);
 int mapstore__part_can_bump(mapstore *ms, const mapstore_partition *p);
 int mapstore__part_check(const mapstore_partition *p);
 /* 1 if s is a valid id (node id, host, setting name): 1..max bytes, each

@@ -252,8 +252,13 @@ int mapstore_submit(mapstore *ms, const mapstore_write *w, mapstore_done_fn done
         }
         for (size_t i = 0; i < w->npl; i++) { /* owners checked: they fit */
             j->placed[i].partition = w->pl[i].partition;
-            snprintf(j->placed[i].owner, sizeof j->placed[i].owner, "%s", w->pl[i].owner);
-            j->pl[i] = (mapstore_placement){j->placed[i].partition, j->placed[i].owner};
+            ms_placed *c = &j->placed[i];
+            snprintf(c->owner, sizeof c->owner, "%s", w->pl[i].owner);
+            for (unsigned f = 0; f < w->pl[i].nfollowers; f++) { /* checked: they fit */
+                snprintf(c->followers[f], sizeof c->followers[f], "%s", w->pl[i].followers[f]);
+                c->fptr[f] = c->followers[f];
+            }
+            j->pl[i] = (mapstore_placement){c->partition, c->owner, c->fptr, w->pl[i].nfollowers};
         }
         j->w.pl = j->pl;
     }

@@ -1116,6 +1116,9 @@ static int me_partition_place(mapstore *ms, const mapstore_placement *pl, size_t
     memcpy(np, e->parts, P * sizeof *np);
     for (size_t i = 0; i < n && !rc; i++) {
         mapstore_partition *x = &np[pl[i].partition];
+        for (unsigned f = 0; f < pl[i].nfollowers && !rc; f++)
+            if (!find_node(e, pl[i].followers[f])) rc = no_node(ms, pl[i].followers[f]);
+        if (rc) break;
         if (!find_node(e, pl[i].owner))
             rc = no_node(ms, pl[i].owner);
         else if (x->owner[0])
@@ -1123,7 +1126,7 @@ static int me_partition_place(mapstore *ms, const mapstore_placement *pl, size_t
         else
             rc = mapstore__part_can_bump(ms, x);
         if (rc) break;
-        mapstore__owner_change(x, pl[i].owner);
+        mapstore__place(x, &pl[i]);
         touched[x->id / MAPSTORE_ETCD_CHUNK] = 1;
     }
     if (rc || (rc = bump_version(ms, &nm))) goto out;
@@ -1162,11 +1165,13 @@ static int me_partition_set_pinned(mapstore *ms, unsigned p, int pinned) {
 static int partition_cas(mapstore *ms, unsigned p, uint64_t expected_pe, const char *const *ids,
                          size_t n, int replicas, mapstore_partition *out) {
     ME_BEGIN(ms, e, t);
-    for (size_t i = 0; replicas && i < n; i++)
+    for (size_t i = 0; replicas == 1 && i < n; i++)
         if (!find_node(e, ids[i])) return no_node(ms, ids[i]);
     mapstore_partition np = e->parts[p];
-    rc = replicas ? mapstore__set_replicas(ms, &np, expected_pe, ids, n)
-                  : mapstore__set_isr(ms, &np, expected_pe, ids, n);
+    /* replicas: 0 the ISR, 1 the list, 2 the leader ids[0] (n: old_in_isr) */
+    rc = replicas == 2 ? mapstore__set_leader(ms, &np, expected_pe, ids[0], (int)n)
+         : replicas    ? mapstore__set_replicas(ms, &np, expected_pe, ids, n)
+                       : mapstore__set_isr(ms, &np, expected_pe, ids, n);
     if (rc) return rc;
     me_meta nm = next_meta(e);
     if ((rc = bump_version(ms, &nm))) return rc;
@@ -1187,6 +1192,21 @@ static int me_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected
                                      const char *const *replicas, size_t n,
                                      mapstore_partition *out) {
     return partition_cas(ms, p, expected_pe, replicas, n, 1, out);
+}
+
+static int me_partition_set_leader(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                   const char *leader, int old_in_isr, mapstore_partition *out) {
+    return partition_cas(ms, p, expected_pe, &leader, (size_t)(old_in_isr != 0), 2, out);
+}
+
+static int me_bump_version(mapstore *ms, uint64_t *version) {
+    ME_BEGIN(ms, e, t);
+    me_meta nm = next_meta(e);
+    if ((rc = bump_version(ms, &nm))) return rc;
+    tx_begin(e, &t, e->meta_rev);
+    if ((rc = tx_commit(ms, e, &t, &nm))) return rc;
+    if (version) *version = nm.version;
+    return 0;
 }
 
 /* ---- Backend: moves ------------------------------------------------------------------ */
@@ -1423,6 +1443,8 @@ static const mapstore_ops etcd_ops = {
     .partition_set_pinned = me_partition_set_pinned,
     .partition_set_isr = me_partition_set_isr,
     .partition_set_replicas = me_partition_set_replicas,
+    .partition_set_leader = me_partition_set_leader,
+    .bump_version = me_bump_version,
     .move_create = me_move_create,
     .move_get = me_move_get,
     .move_list = me_move_list,

@@ -42,6 +42,8 @@ typedef struct ms_cache {
 typedef struct ms_placed {
     unsigned partition;
     char owner[KEEL_ID_MAX + 1];
+    char followers[KEEL_RF_MAX - 1][KEEL_ID_MAX + 1];
+    const char *fptr[KEEL_RF_MAX - 1]; /* views into followers */
 } ms_placed;
 
 typedef struct ms_job {

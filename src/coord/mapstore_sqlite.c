@@ -542,15 +542,18 @@ static int put_partition(mapstore *ms, msq *q, const mapstore_partition *np) {
 /* Gives partition p to owner (NULL: none) by the ownership-change rule
  * (mapstore__owner_change) and returns its new epoch in *epoch. place:
  * only if it is unowned (else KEEL_EEXIST). */
-static int set_owner_row(mapstore *ms, msq *q, unsigned p, const char *owner, int place,
-                         uint64_t *epoch) {
+static int set_owner_row(mapstore *ms, msq *q, unsigned p, const char *owner,
+                         const mapstore_placement *place, uint64_t *epoch) {
     mapstore_partition part;
     int rc;
     if ((rc = get_partition(ms, q, p, &part))) return rc;
     if (place && part.owner[0])
         return mapstore__errf(ms, KEEL_EEXIST, "partition %u is already owned", p);
     if ((rc = mapstore__part_can_bump(ms, &part))) return rc;
-    mapstore__owner_change(&part, owner);
+    if (place)
+        mapstore__place(&part, place);
+    else
+        mapstore__owner_change(&part, owner);
     if ((rc = put_partition(ms, q, &part))) return rc;
     *epoch = part.epoch;
     return 0;
@@ -701,7 +704,7 @@ static int do_set_owner(mapstore *ms, msq *q, void *arg) {
     if (strcmp(part.owner, a->owner ? a->owner : "") == 0)
         return mapstore__errf(ms, KEEL_EEXIST, "partition %u: owner is already %s", a->p,
                               a->owner ? a->owner : "none");
-    if ((rc = set_owner_row(ms, q, a->p, a->owner, 0, &a->epoch))) return rc;
+    if ((rc = set_owner_row(ms, q, a->p, a->owner, NULL, &a->epoch))) return rc;
     return do_bump_version(ms, q);
 }
 
@@ -727,7 +730,10 @@ static int do_place(mapstore *ms, msq *q, void *arg) {
     int rc;
     for (size_t i = 0; i < a->n; i++) {
         if ((rc = get_node(ms, q, a->pl[i].owner, &node))) return rc;
-        if ((rc = set_owner_row(ms, q, a->pl[i].partition, a->pl[i].owner, 1, &epoch))) return rc;
+        for (unsigned f = 0; f < a->pl[i].nfollowers; f++)
+            if ((rc = get_node(ms, q, a->pl[i].followers[f], &node))) return rc;
+        if ((rc = set_owner_row(ms, q, a->pl[i].partition, a->pl[i].owner, &a->pl[i], &epoch)))
+            return rc;
     }
     return do_bump_version(ms, q);
 }
@@ -764,7 +770,8 @@ typedef struct cas_arg {
     uint64_t expected_pe;
     const char *const *ids;
     size_t n;
-    int replicas;           /* 0: the ISR */
+    int replicas;           /* 0: the ISR, 1: the replica list, 2: the leader (ids[0]) */
+    int old_in_isr;         /* the leader's change */
     mapstore_partition out; /* the partition as written */
 } cas_arg;
 
@@ -773,17 +780,19 @@ static int do_partition_cas(mapstore *ms, msq *q, void *arg) {
     mapstore_node node;
     int rc;
     if ((rc = get_partition(ms, q, a->p, &a->out))) return rc;
-    for (size_t i = 0; a->replicas && i < a->n; i++)
+    for (size_t i = 0; a->replicas == 1 && i < a->n; i++)
         if ((rc = get_node(ms, q, a->ids[i], &node))) return rc;
-    rc = a->replicas ? mapstore__set_replicas(ms, &a->out, a->expected_pe, a->ids, a->n)
-                     : mapstore__set_isr(ms, &a->out, a->expected_pe, a->ids, a->n);
+    rc = a->replicas == 2 ? mapstore__set_leader(ms, &a->out, a->expected_pe, a->ids[0],
+                                                 a->old_in_isr)
+         : a->replicas    ? mapstore__set_replicas(ms, &a->out, a->expected_pe, a->ids, a->n)
+                          : mapstore__set_isr(ms, &a->out, a->expected_pe, a->ids, a->n);
     if (rc || (rc = put_partition(ms, q, &a->out))) return rc;
     return do_bump_version(ms, q);
 }
 
 static int sq_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
                                 const char *const *isr, size_t n, mapstore_partition *out) {
-    cas_arg a = {p, expected_pe, isr, n, 0, {0}};
+    cas_arg a = {p, expected_pe, isr, n, 0, 0, {0}};
     int rc = in_tx(ms, do_partition_cas, &a);
     if (!rc) *out = a.out;
     return rc;
@@ -792,9 +801,28 @@ static int sq_partition_set_isr(mapstore *ms, unsigned p, uint64_t expected_pe,
 static int sq_partition_set_replicas(mapstore *ms, unsigned p, uint64_t expected_pe,
                                      const char *const *replicas, size_t n,
                                      mapstore_partition *out) {
-    cas_arg a = {p, expected_pe, replicas, n, 1, {0}};
+    cas_arg a = {p, expected_pe, replicas, n, 1, 0, {0}};
     int rc = in_tx(ms, do_partition_cas, &a);
     if (!rc) *out = a.out;
+    return rc;
+}
+
+static int sq_partition_set_leader(mapstore *ms, unsigned p, uint64_t expected_pe,
+                                   const char *leader, int old_in_isr, mapstore_partition *out) {
+    cas_arg a = {p, expected_pe, &leader, 1, 2, old_in_isr, {0}};
+    int rc = in_tx(ms, do_partition_cas, &a);
+    if (!rc) *out = a.out;
+    return rc;
+}
+
+static int do_bump_version_tx(mapstore *ms, msq *q, void *arg) {
+    (void)arg;
+    return do_bump_version(ms, q);
+}
+
+static int sq_bump_version(mapstore *ms, uint64_t *version) {
+    int rc = in_tx(ms, do_bump_version_tx, NULL);
+    if (!rc && version) *version = ((msq *)mapstore__impl(ms))->version;
     return rc;
 }
 
@@ -1024,6 +1052,8 @@ static const mapstore_ops sqlite_ops = {
     .partition_set_pinned = sq_partition_set_pinned,
     .partition_set_isr = sq_partition_set_isr,
     .partition_set_replicas = sq_partition_set_replicas,
+    .partition_set_leader = sq_partition_set_leader,
+    .bump_version = sq_bump_version,
     .move_create = sq_move_create,
     .move_get = sq_move_get,
     .move_list = sq_move_list,

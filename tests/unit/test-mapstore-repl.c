@@ -20,6 +20,8 @@
 #include "coord/mapstore_etcd.h"
 #include "core/err.h"
 
+#include <uv.h>
+
 #include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -439,6 +441,155 @@ static void test_isr_compare_and_set(void **state) {
     assert_int_equal(x.replicas[1][0], 0); /* unused slots are zero */
 }
 
+/* Issue 11 step 4: an RF 3 bootstrap placement lists the followers after
+ * the owner, every replica in the ISR (all copies empty), epochs 1; a
+ * follower that is the owner, twice, or unknown is refused whole. */
+static void test_place_with_followers(void **state) {
+    fx *f = *state;
+    three_nodes(f);
+    const char *bc[] = {"b", "c"}, *ca[] = {"c", "a"};
+    mapstore_placement pl[] = {{0, "a", bc, 2}, {1, "b", ca, 2}, {2, "c", NULL, 0}};
+    uint64_t v = mapstore_version(f->ms);
+    assert_int_equal(mapstore_partition_place(f->ms, pl, 3, NULL), 0);
+    assert_int_equal(mapstore_version(f->ms), v + 1);
+    for (int pass = 0; pass < 2; pass++) {
+        mapstore_partition x;
+        assert_int_equal(mapstore_partition_get(f->ms, 0, &x), 0);
+        assert_int_equal(x.nreplicas, 3);
+        assert_string_equal(x.replicas[0], "a");
+        assert_string_equal(x.replicas[1], "b");
+        assert_string_equal(x.replicas[2], "c");
+        assert_int_equal(x.isr, 7);
+        assert_int_equal(x.epoch, 1);
+        assert_int_equal(x.leader_epoch, 1);
+        assert_int_equal(x.partition_epoch, 1);
+        assert_int_equal(mapstore_partition_get(f->ms, 1, &x), 0);
+        assert_string_equal(x.replicas[2], "a");
+        assert_int_equal(x.isr, 7);
+        assert_rf1(f->ms, 2, "c", 1);
+        reopen(f);
+    }
+    const char *dup[] = {"b", "b"}, *self[] = {"d"}, *unknown[] = {"zz"};
+    mapstore_placement bad1[] = {{3, "a", dup, 2}}, bad2[] = {{3, "d", self, 1}},
+                       bad3[] = {{3, "a", unknown, 1}};
+    add_node(f->ms, "d", 7004);
+    v = mapstore_version(f->ms);
+    assert_int_equal(mapstore_partition_place(f->ms, bad1, 1, NULL), KEEL_EINVAL);
+    assert_int_equal(mapstore_partition_place(f->ms, bad2, 1, NULL), KEEL_EINVAL);
+    assert_int_equal(mapstore_partition_place(f->ms, bad3, 1, NULL), KEEL_ENOTFOUND);
+    assert_int_equal(mapstore_version(f->ms), v);
+    assert_rf1(f->ms, 3, "", 0);
+}
+
+/* A leader change by CAS (failover, transfer): the new leader first, the
+ * old one right after it, out of the ISR unless asked to stay; leader
+ * epoch, epoch and partition epoch + 1; a re-election of the leader bumps
+ * the epochs only; stale or bad requests change nothing. */
+static void test_set_leader(void **state) {
+    fx *f = *state;
+    three_nodes(f);
+    const char *bc[] = {"b", "c"};
+    mapstore_placement pl[] = {{0, "a", bc, 2}};
+    assert_int_equal(mapstore_partition_place(f->ms, pl, 1, NULL), 0);
+    uint64_t pe, v = mapstore_version(f->ms);
+    assert_int_equal(mapstore_partition_set_leader(f->ms, 0, 1, "c", 0, &pe), 0);
+    assert_int_equal(pe, 2);
+    assert_int_equal(mapstore_version(f->ms), v + 1);
+    mapstore_partition x, y;
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &x), 0);
+    assert_string_equal(x.owner, "c");
+    assert_string_equal(x.replicas[0], "c");
+    assert_string_equal(x.replicas[1], "a");
+    assert_string_equal(x.replicas[2], "b");
+    assert_int_equal(x.isr, 1 | 4); /* c and b; a out */
+    assert_int_equal(x.leader_epoch, 2);
+    assert_int_equal(x.epoch, 2);
+    reopen(f);
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &y), 0);
+    assert_memory_equal(&x, &y, sizeof x);
+    /* A clean transfer keeps the old leader in the ISR. */
+    assert_int_equal(mapstore_partition_set_leader(f->ms, 0, 2, "b", 1, &pe), 0);
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &x), 0);
+    assert_string_equal(x.replicas[0], "b");
+    assert_string_equal(x.replicas[1], "c");
+    assert_string_equal(x.replicas[2], "a");
+    assert_int_equal(x.isr, 3);
+    /* Re-election in a new leader epoch: same lists. */
+    assert_int_equal(mapstore_partition_set_leader(f->ms, 0, 3, "b", 0, &pe), 0);
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &y), 0);
+    assert_int_equal(y.leader_epoch, 4);
+    assert_int_equal(y.epoch, 4);
+    assert_int_equal(y.partition_epoch, 4);
+    assert_int_equal(y.isr, 3);
+    assert_string_equal(y.replicas[0], "b");
+    v = mapstore_version(f->ms);
+    assert_int_equal(mapstore_partition_set_leader(f->ms, 0, 3, "c", 0, NULL), KEEL_EAGAIN);
+    assert_int_equal(mapstore_partition_set_leader(f->ms, 0, 4, "zz", 0, NULL), KEEL_EINVAL);
+    assert_int_equal(mapstore_partition_set_leader(f->ms, 5, 0, "a", 0, NULL), KEEL_EINVAL);
+    assert_int_equal(mapstore_version(f->ms), v);
+    /* The version alone goes up. */
+    uint64_t nv;
+    assert_int_equal(mapstore_bump_version(f->ms, &nv), 0);
+    assert_int_equal(nv, v + 1);
+    reopen(f);
+    assert_int_equal(mapstore_version(f->ms), v + 1);
+}
+
+static void count_done(void *arg, const mapstore_result *r) {
+    int *n = arg;
+    assert_int_equal(r->rc, 0);
+    (*n)++;
+}
+
+/* The replication writes have asynchronous forms: ISR, replicas, leader,
+ * version, and a placement with followers, each shown in memory from its
+ * completion on and in the store after a reopen. */
+static void test_async_replication_writes(void **state) {
+    fx *f = *state;
+    three_nodes(f);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(mapstore_async_start(f->ms, &loop), 0);
+    const char *bc[] = {"b", "c"}, *ab[] = {"a", "b"}, *abc[] = {"a", "b", "c"};
+    mapstore_placement pl[] = {{0, "a", bc, 2}};
+    mapstore_write w;
+    int done = 0;
+    mapstore_w_partition_place(&w, pl, 1);
+    assert_int_equal(mapstore_submit(f->ms, &w, count_done, &done), 0);
+    mapstore_w_partition_set_isr(&w, 0, 1, ab, 2); /* pe 1 -> 2 */
+    assert_int_equal(mapstore_submit(f->ms, &w, count_done, &done), 0);
+    mapstore_w_partition_set_leader(&w, 0, 2, "b", 0); /* pe 3 */
+    assert_int_equal(mapstore_submit(f->ms, &w, count_done, &done), 0);
+    const char *ba[] = {"b", "a"};
+    mapstore_w_partition_set_replicas(&w, 0, 3, ba, 2); /* c dropped, pe 4 */
+    assert_int_equal(mapstore_submit(f->ms, &w, count_done, &done), 0);
+    mapstore_w_bump_version(&w);
+    assert_int_equal(mapstore_submit(f->ms, &w, count_done, &done), 0);
+    mapstore_w_partition_set_isr(&w, 0, 4, abc, 3); /* refused at submit: 3 ids are fine, */
+    assert_int_equal(mapstore_submit(f->ms, &w, NULL, NULL), 0); /* c is no replica: at run */
+    mapstore_w_partition_set_isr(&w, 0, 4, abc, 0);
+    assert_int_equal(mapstore_submit(f->ms, &w, NULL, NULL), KEEL_EINVAL);
+    while (mapstore_pending(f->ms))
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(done, 5);
+    mapstore_partition x, y;
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &x), 0);
+    assert_string_equal(x.owner, "b");
+    assert_int_equal(x.nreplicas, 2);
+    assert_string_equal(x.replicas[1], "a");
+    assert_int_equal(x.isr, 1); /* a left the ISR at the failover */
+    assert_int_equal(x.partition_epoch, 4);
+    assert_int_equal(x.leader_epoch, 2);
+    uint64_t v = mapstore_version(f->ms);
+    mapstore_async_stop(f->ms);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    reopen(f);
+    assert_int_equal(mapstore_partition_get(f->ms, 0, &y), 0);
+    assert_memory_equal(&x, &y, sizeof x);
+    assert_int_equal(mapstore_version(f->ms), v);
+}
+
 /* A move commit is an ownership change by the same rule, and a replica
  * change during a move makes its commit refuse (the epoch moved on). */
 static void test_move_commit_keeps_followers(void **state) {
@@ -568,11 +719,16 @@ int main(void) {
         T(test_v2_file_migrates_to_rf1), T(test_v1_file_migrates_to_rf1),
         T(test_v1_fixture_reads_rf1),    T(test_place_is_rf1),
         T(test_isr_compare_and_set),     T(test_move_commit_keeps_followers),
+        T(test_place_with_followers),    T(test_set_leader),
+        T(test_async_replication_writes),
     };
     const struct CMUnitTest both[] = {
         T(test_place_is_rf1),
         T(test_isr_compare_and_set),
         T(test_move_commit_keeps_followers),
+        T(test_place_with_followers),
+        T(test_set_leader),
+        T(test_async_replication_writes),
         T(test_etcd_old_chunk_reads_rf1),
     };
     int failed = cmocka_run_group_tests_name("sqlite", sqlite_only, group_sqlite, NULL);
