@@ -57,6 +57,7 @@ static const admin_cmd cmds[] = {
     {"move", "MOVE", NULL, 2, 1, 0, 0, " PARTITION NODE"},
     {"cancel", "CANCEL", NULL, 1, 0, 0, 0, " MOVE"},
     {"moves", "MOVES", NULL, 0, 1, 0, 0, " [--all] [--watch]", 1},
+    {"promote", "PROMOTE", NULL, 2, 1, 0, 0, " PARTITION NODE"},
 };
 
 int moves_watch(redisContext *c, int all); /* moves_watch.c */
@@ -263,3 +264,4 @@ ADMIN_MAIN(unquarantine_main, "unquarantine")
 ADMIN_MAIN(move_main, "move")
 ADMIN_MAIN(cancel_main, "cancel")
 ADMIN_MAIN(moves_main, "moves")
+ADMIN_MAIN(promote_main, "promote")

@@ -13,6 +13,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_repmove.h"
 #include "coord/coord_rf.h"
 #include "net/peerserve.h"
 #include "core/clock.h"
@@ -763,11 +764,13 @@ static const ccmd table[] = {
     {"move", 3, 5, F_ADMIN, coord_c_move, NULL},
     {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
+    {"promote", 3, 4, F_ADMIN, coord_c_promote, NULL},
     {"keel.auth", 2, 4, F_NOAUTH, c_keel_auth, NULL},
     {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},
     {"keel.move.report", 8, 9, F_PEER | F_NOAUTH, NULL, c_keel_move_report},
+    {"keel.rep.handoff", 1, 1, F_PEER | F_NOAUTH, NULL, coord_c_keel_rep_handoff},
 };
 
 int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
