@@ -8,6 +8,7 @@
  *   keel drain NODE | keel remove NODE | keel unquarantine NODE
  *   keel move PARTITION NODE [--json] | keel cancel MOVE
  *   keel moves [--json] [--all] [--watch]     (--watch: moves_watch.c)
+ *   keel failover PARTITION [--to NODE] [--unclean]
  *   keel plan --coord HOST:PORT [--json]      (plan.c hands this case here)
  *
  * Every one takes --coord HOST:PORT[,HOST:PORT...] (default 127.0.0.1:7400;
@@ -40,6 +41,7 @@ typedef struct admin_cmd {
     int json, node, reason; /* flags it takes */
     const char *usage;
     int listing; /* --all and --watch (moves) */
+    int failover; /* --to NODE and --unclean (failover) */
 } admin_cmd;
 
 static const admin_cmd cmds[] = {
@@ -58,6 +60,7 @@ static const admin_cmd cmds[] = {
     {"cancel", "CANCEL", NULL, 1, 0, 0, 0, " MOVE"},
     {"moves", "MOVES", NULL, 0, 1, 0, 0, " [--all] [--watch]", 1},
     {"promote", "PROMOTE", NULL, 2, 1, 0, 0, " PARTITION NODE"},
+    {"failover", "FAILOVER", NULL, 1, 0, 0, 0, " PARTITION [--to NODE] [--unclean]", 0, 1},
 };
 
 int moves_watch(redisContext *c, int all); /* moves_watch.c */
@@ -65,7 +68,8 @@ int moves_watch(redisContext *c, int all); /* moves_watch.c */
 typedef struct admin_args {
     addrlist coords;
     int json, all, watch;
-    const char *node, *reason, *password;
+    const char *node, *reason, *password, *to;
+    int unclean;
     const char *pos[2];
     int npos;
 } admin_args;
@@ -104,6 +108,10 @@ static int parse_args(const admin_cmd *d, int argc, char **argv, admin_args *a) 
             a->watch = 1;
         else if (d->reason && !strcmp(f, "--reason") && v)
             a->reason = argv[++i];
+        else if (d->failover && !strcmp(f, "--to") && v)
+            a->to = argv[++i];
+        else if (d->failover && !strcmp(f, "--unclean"))
+            a->unclean = 1;
         else if (!strcmp(f, "--password") && v)
             a->password = argv[++i];
         else if (f[0] != '-' && a->npos < d->positionals)
@@ -211,7 +219,15 @@ static int run(const admin_cmd *d, const admin_args *a) {
     if (a->node) argv[n++] = "NODE", argv[n++] = a->node;
     if (a->reason) argv[n++] = a->reason;
     if (a->all) argv[n++] = "ALL";
+    if (a->to) argv[n++] = "TO", argv[n++] = a->to;
+    if (a->unclean) argv[n++] = "UNCLEAN";
     if (a->json) argv[n++] = "JSON";
+    /* failover waits out the old leader's lease (replica_lease_ms, up to 60 s);
+     * promote ends within 30 s (coord_repmove.c PROMOTE_TIMEOUT_MS) */
+    if (d->failover || !strcmp(d->cli, "promote")) {
+        struct timeval longer = {70, 0};
+        redisSetTimeout(c, longer);
+    }
     r = redisCommandArgv(c, n, argv, NULL);
     if (!r) {
         fprintf(stderr, "keel %s: %s\n", d->cli, c->errstr);
@@ -265,3 +281,4 @@ ADMIN_MAIN(move_main, "move")
 ADMIN_MAIN(cancel_main, "cancel")
 ADMIN_MAIN(moves_main, "moves")
 ADMIN_MAIN(promote_main, "promote")
+ADMIN_MAIN(failover_main, "failover")

@@ -30,6 +30,8 @@
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/num.h"
+#include "coord/coord_place.h"
+#include "coord/coord_rep.h"
 #include "coord/coord_rf.h"
 #include "core/coordkey.h"
 #include "core/failpoint.h"
@@ -88,7 +90,7 @@ const setting_def coord_settings[] = {
     /* Replication (coord_rf.h): both checked together by coord_rf_check_change.
      * min_insync's real default depends on RF (coord_rf_get); "1" is it for
      * RF 1, the only RF served today. */
-    {"replicas", "1", "copies of each partition (RF > 1 waits for issue 11 step 3)", 1, 7},
+    {"replicas", "1", "copies of each partition (RF)", 1, 7},
     {"min_insync", "1", "in-sync copies a write needs (default 2 for RF >= 3, else RF)", 1, 7},
     {NULL, NULL, NULL, 0, 0},
 };
@@ -713,8 +715,39 @@ static void placed_done(void *arg, const mapstore_result *r) {
     free(a);
 }
 
+/* RF > 1 placement state: the model's nodes as coord_place sees them
+ * (eligible: UP, not draining, not quarantined; counts: the replicas each
+ * holds now) and room for each placed partition's followers. */
+typedef struct place_followers {
+    coord_place_node *nodes;             /* [model.nnodes] */
+    const char *(*ids)[KEEL_RF_MAX - 1]; /* [P], views into the model's node ids */
+} place_followers;
+
+static place_followers *place_nodes(const plan_model *model, const mapstore_partition *parts,
+                                    size_t np) {
+    place_followers *f = calloc(1, sizeof *f);
+    if (!f || !(f->nodes = calloc(model->nnodes ? model->nnodes : 1, sizeof *f->nodes)) ||
+        !(f->ids = calloc(np ? np : 1, sizeof *f->ids))) {
+        if (f) free(f->nodes);
+        free(f);
+        return NULL;
+    }
+    for (size_t k = 0; k < model->nnodes; k++) {
+        const plan_node *pn = &model->nodes[k];
+        f->nodes[k].rack = pn->rack;
+        f->nodes[k].eligible = pn->state == PLAN_NODE_UP && !pn->draining && pn->capacity > 0;
+    }
+    for (size_t i = 0; i < np; i++)
+        for (unsigned r = 0; r < parts[i].nreplicas; r++) {
+            int k = plan_model_find_node(model, parts[i].replicas[r]);
+            if (k >= 0) f->nodes[k].count++;
+        }
+    return f;
+}
+
 /* Bootstrap: every unowned partition goes where the planner's placement
- * puts it (least utilised eligible node), in one map store transaction. */
+ * puts it (least utilised eligible node), in one map store transaction;
+ * at RF > 1 with its followers (coord_place.h), all in the ISR. */
 void coord_maybe_place(coord *co, int64_t now) {
     if (co->placing || !co->first_register_ms ||
         now - co->first_register_ms < coord_setting_ll(co, "bootstrap_wait_ms"))
@@ -722,7 +755,8 @@ void coord_maybe_place(coord *co, int64_t now) {
     mapstore_partition *parts = NULL;
     mapstore_node *nodes = NULL;
     mapstore_placement *pl = NULL;
-    size_t np = 0, nn = 0, unowned = 0, placed = 0, m = 0;
+    place_followers *fol = NULL;
+    size_t np = 0, nn = 0, unowned = 0, placed = 0, m = 0, under = 0;
     plan_model model;
     plan_model_init(&model);
     if (mapstore_partition_list(co->ms, &parts, &np) || mapstore_node_list(co->ms, &nodes, &nn))
@@ -738,9 +772,29 @@ void coord_maybe_place(coord *co, int64_t now) {
         goto done;
     }
     if (!placed || !(pl = calloc(placed, sizeof *pl))) goto done;
-    for (size_t i = 0; i < np && i < model.nparts; i++)
-        if (!parts[i].owner[0] && model.parts[i].nreplicas)
-            pl[m++] = (mapstore_placement){parts[i].id, model.nodes[model.parts[i].replicas[0]].id};
+    int rf, min_insync;
+    coord_rf_get(co, &rf, &min_insync);
+    if (rf > 1 && !(fol = place_nodes(&model, parts, np))) goto done;
+    for (size_t i = 0; i < np && i < model.nparts; i++) {
+        if (parts[i].owner[0] || !model.parts[i].nreplicas) continue;
+        size_t leader = (size_t)model.parts[i].replicas[0];
+        pl[m] = (mapstore_placement){parts[i].id, model.nodes[leader].id, NULL, 0};
+        if (fol) { /* RF > 1: the followers (coord_place.h), every replica in the ISR */
+            size_t idx[KEEL_RF_MAX];
+            size_t nf = coord_place_followers(fol->nodes, model.nnodes, leader,
+                                              rf > KEEL_RF_MAX ? KEEL_RF_MAX : rf, idx);
+            for (size_t f = 0; f < nf; f++)
+                fol->ids[m][f] = model.nodes[idx[f]].id;
+            pl[m].followers = fol->ids[m];
+            pl[m].nfollowers = (unsigned)nf;
+            under += nf + 1 < (size_t)rf;
+        }
+        m++;
+    }
+    if (under)
+        keel_log(KEEL_LOG_WARN, "placement_under_replicated",
+                 "partitions=%zu replicas=%d reason=\"fewer eligible nodes than replicas\"", under,
+                 rf);
     mapstore_write w;
     mapstore_w_partition_place(&w, pl, m);
     place_arg *a = malloc(sizeof *a);
@@ -753,6 +807,11 @@ void coord_maybe_place(coord *co, int64_t now) {
         free(a);
     }
 done:
+    if (fol) {
+        free(fol->nodes);
+        free(fol->ids);
+        free(fol);
+    }
     plan_model_close(&model);
     free(pl);
     free(parts);
@@ -787,6 +846,10 @@ const kbuf *coord_map_json(coord *co) {
         snprintf(mn.liveness, sizeof mn.liveness, "%s", mapstore_liveness_name(nodes[k].liveness));
         snprintf(mn.membership, sizeof mn.membership, "%s",
                  mapstore_membership_name(nodes[k].membership));
+#ifdef MAP_INCARNATION_MAX /* the per-node field of core/mapcodec (issue 11, C3) */
+        member *mb = coord_member(co, nodes[k].id, 0);
+        if (mb) snprintf(mn.incarnation, sizeof mn.incarnation, "%s", mb->map_incarnation);
+#endif
         int idx = keel_map_add(&m, &mn);
         if (idx < 0)
             keel_log(KEEL_LOG_ERROR, "map_node_skipped", "reason=\"%s\"", keel_strerror(idx));
@@ -838,6 +901,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     coord_rebalance_stop(co);
     coord_repmoves_stop(co);
     coord_moves_stop(co);
+    coord_rep_stop(co);
     coord_dash_stop(co);
     http_stop(co->http);
     co->http = NULL;
@@ -961,7 +1025,7 @@ int coord_run(const coord_config *cfg) {
         snprintf(err, sizeof err, "cannot load the moves in flight: %s", mapstore_errmsg(co->ms));
         goto fail;
     }
-    if (coord_rebalance_start(co) || coord_repmoves_start(co)) {
+    if (coord_rebalance_start(co) || coord_rep_start(co) || coord_repmoves_start(co)) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
@@ -999,6 +1063,7 @@ done:
     elect = NULL;
     coord_repmoves_stop(co);
     coord_moves_stop(co);
+    coord_rep_stop(co);
     coord_dash_free(co);
     free(co->mv);
     if (co->ms && mapstore_is_async(co->ms)) {

@@ -14,6 +14,7 @@
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
 #include "coord/coord_repmove.h"
+#include "coord/coord_rep.h"
 #include "coord/coord_rf.h"
 #include "net/peerserve.h"
 #include "core/clock.h"
@@ -208,6 +209,7 @@ static void rf_json(coord *co, cJSON *r) {
     cJSON_AddNumberToObject(o, "max_served_replicas", COORD_RF_SERVED_MAX);
     cJSON_AddNumberToObject(o, "under_replicated", (double)v.under_replicated);
     cJSON_AddNumberToObject(o, "under_min_insync", (double)v.under_min_isr);
+    coord_rep_json(co, o);
 }
 
 static void rf_text(coord *co, kbuf *b) {
@@ -217,7 +219,10 @@ static void rf_text(coord *co, kbuf *b) {
     if (v.under_replicated || v.under_min_isr)
         kbuf_printf(b, "  (%zu partitions under-replicated, %zu below min_insync)",
                     v.under_replicated, v.under_min_isr);
-    if (COORD_RF_SERVED_MAX == 1) kbuf_printf(b, "  [RF > 1 not served until issue 11 step 3]");
+    if (co->rep && v.rf > 1)
+        kbuf_printf(b, "  failovers %llu (unclean %llu)",
+                    (unsigned long long)co->rep->failovers,
+                    (unsigned long long)co->rep->unclean_failovers);
     kbuf_printf(b, "\n");
 }
 
@@ -443,15 +448,26 @@ static void c_partitions(cctx *x) {
             cJSON_AddItemToArray(reps, cJSON_CreateString(p->replicas[k]));
             if ((p->isr >> k) & 1) cJSON_AddItemToArray(isr, cJSON_CreateString(p->replicas[k]));
         }
+        if (p->owner[0]) cJSON_AddStringToObject(o, "leader", p->owner);
+        cJSON_AddNumberToObject(o, "isr_size", __builtin_popcount(p->isr));
         cJSON_AddNumberToObject(o, "leader_epoch", (double)p->leader_epoch);
         cJSON_AddNumberToObject(o, "partition_epoch", (double)p->partition_epoch);
         cJSON_AddStringToObject(o, "slots", slots);
         cJSON_AddNumberToObject(o, "bytes", (double)pm->bytes);
         cJSON_AddNumberToObject(o, "keys", (double)pm->keys);
         cJSON_AddItemToArray(arr, o);
-        kbuf_printf(&b, "%-6zu %-16s %6llu %-11s %12llu %10llu\n", i, p->owner[0] ? p->owner : "-",
+        kbuf_printf(&b, "%-6zu %-16s %6llu %-11s %12llu %10llu", i, p->owner[0] ? p->owner : "-",
                     (unsigned long long)p->epoch, slots, (unsigned long long)pm->bytes,
                     (unsigned long long)pm->keys);
+        if (p->nreplicas > 1) { /* RF > 1: the replicas, leader first, and the ISR's size */
+            kbuf_printf(&b, "  replicas ");
+            for (unsigned k = 0; k < p->nreplicas; k++)
+                kbuf_printf(&b, "%s%s%s", k ? "," : "", p->replicas[k],
+                            (p->isr >> k) & 1 ? "" : "(out)");
+            kbuf_printf(&b, "  isr %d/%u  leader_epoch %llu", __builtin_popcount(p->isr),
+                        p->nreplicas, (unsigned long long)p->leader_epoch);
+        }
+        kbuf_printf(&b, "\n");
     }
     free(parts);
     coord_reply_view(x, arr, &b);
@@ -506,6 +522,8 @@ static void c_keel_move_report(cctx *x, const char *id) {
 typedef struct reg_arg {
     mapstore_node n;
     int exists;
+    char incarnation[17]; /* "" = a node without one (RF 1 protocol) */
+    int fresh;
 } reg_arg;
 
 static void reg_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, int proto) {
@@ -523,10 +541,19 @@ static void reg_done(coord *co, const mapstore_result *r, void *arg, kbuf *out, 
              a->n.id, a->n.host, a->n.port, a->n.rack[0] ? a->n.rack : "-", a->n.capacity,
              !a->exists);
     coord_moves_node_registered(co, a->n.id);
+    coord_rep_registered(co, a->n.id, a->incarnation, a->fresh);
     resp_w_simple(out, "OK");
 }
 
-/* KEEL.REGISTER <host> <port> <rack> <capacity> */
+/* 1 if s (n bytes) is an incarnation: 1..16 lower-case hex digits (C3). */
+static int incarnation_valid(const char *s, size_t n) {
+    if (n < 1 || n > 16) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* KEEL.REGISTER <host> <port> <rack> <capacity> [<incarnation> <fresh>] */
 static void c_keel_register(cctx *x, const char *id) {
     coord *co = x->co;
     char *end;
@@ -535,6 +562,13 @@ static void c_keel_register(cctx *x, const char *id) {
     if (keel_parse_u64(x->argv[2], x->len[2], &port) || port == 0 || port > 65535 ||
         !isfinite(cap) || cap < 0 || *end || x->argv[4][0] == ' ') {
         err(x, "ERR bad registration: KEEL.REGISTER host port rack capacity");
+        return;
+    }
+    if (x->argc == 6 ||
+        (x->argc == 7 && (!incarnation_valid(x->argv[5], x->len[5]) || x->len[6] != 1 ||
+                          (x->argv[6][0] != '0' && x->argv[6][0] != '1')))) {
+        err(x, "ERR bad registration: KEEL.REGISTER host port rack capacity [incarnation fresh]: "
+               "incarnation 1 to 16 lower-case hex digits, fresh 0 or 1");
         return;
     }
     /* The id was proven in KEEL.AUTH, which enforces the id rule; the host
@@ -581,6 +615,10 @@ static void c_keel_register(cctx *x, const char *id) {
     }
     a->n = n;
     a->exists = exists;
+    if (x->argc == 7) {
+        snprintf(a->incarnation, sizeof a->incarnation, "%s", x->argv[5]);
+        a->fresh = x->argv[6][0] == '1';
+    }
     mapstore_write w;
     mapstore_w_node_upsert(&w, &n, x->now);
     if (coord_defer_write(x, &w, reg_done, a)) {
@@ -683,7 +721,10 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
     }
     uint64_t v = mapstore_version(co->ms);
     const kbuf *map = have < v ? coord_map_json(co) : NULL;
-    resp_w_array(&x->c->out, 4);
+    /* The lease (C2) goes to nodes that registered with an incarnation;
+     * older nodes parse the 4-element reply. */
+    int lease = m->rep_proto ? coord_rep_lease(co, m, have, m->last_hb_ms) : -1;
+    resp_w_array(&x->c->out, lease >= 0 ? 5 : 4);
     resp_w_int(&x->c->out, (long long)co->term);
     resp_w_int(&x->c->out, map ? (long long)++co->directive_seq : 0);
     resp_w_int(&x->c->out, (long long)v);
@@ -691,6 +732,7 @@ static void c_keel_heartbeat(cctx *x, const char *id) {
         resp_w_bulk(&x->c->out, map->p, map->len);
     else
         resp_w_null(&x->c->out, x->c->proto);
+    if (lease >= 0) resp_w_int(&x->c->out, lease);
 }
 
 typedef struct leave_arg {
@@ -765,8 +807,11 @@ static const ccmd table[] = {
     {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
     {"promote", 3, 4, F_ADMIN, coord_c_promote, NULL},
+    {"failover", 2, 5, F_ADMIN, coord_c_failover, NULL},
     {"keel.auth", 2, 4, F_NOAUTH, c_keel_auth, NULL},
-    {"keel.register", 5, 5, F_PEER | F_NOAUTH, NULL, c_keel_register},
+    /* 7 with the node's incarnation and fresh (replication contract C3) */
+    {"keel.register", 5, 7, F_PEER | F_NOAUTH, NULL, c_keel_register},
+    {"keel.rep.isr", 6, 6, F_PEER | F_NOAUTH, NULL, coord_c_rep_isr},
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},
     {"keel.move.report", 8, 9, F_PEER | F_NOAUTH, NULL, c_keel_move_report},

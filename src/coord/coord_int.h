@@ -27,6 +27,14 @@ typedef struct member {
     double p50_ms, p99_ms;  /* foreground latency over the last heartbeat interval */
     int64_t failures_ms[4]; /* the last 4 times it went UP -> SUSPECT/DOWN (coord_now) */
     int liveness_pending;   /* a liveness write for it is submitted, not yet completed */
+    /* Replication (coord_rep.h). */
+    int rep_proto;              /* registered with an incarnation: 5-element heartbeat replies */
+    int64_t lease_sent_ms;      /* coord_now() of the last lease-1 reply; 0 = none yet */
+    uint64_t lease_hold_version; /* lease 0 until it reports a map version >= this */
+    char incarnation[17];       /* the process's, as registered; "" = unknown */
+    char map_incarnation[17];   /* the one the map lists (C3: once its consequences commit) */
+    int incarnation_pending;    /* a new incarnation whose consequences are being committed */
+    int incarnation_bumping;    /* its map version bump is in flight */
 } member;
 
 /* Per-partition metrics from the owner's heartbeats. */
@@ -80,6 +88,7 @@ typedef struct coord {
     struct coord_dash_state *dash;           /* the dashboard (coord_dash.c) */
     struct coord_history *history;           /* its charts' history (coord_history.h) */
     struct coord_deferred *deferred; /* commands held for a map-store write (coord_defer.h) */
+    struct coord_rep_state *rep;     /* ISR, leases, failover (coord_rep.h) */
     int placing;                     /* a bootstrap placement is submitted, not completed */
     /* The loop's longest stall: the largest lateness of clock_timer (its
      * interval between two runs minus COORD_CLOCK_TICK_MS), since start. */

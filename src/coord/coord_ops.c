@@ -22,6 +22,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_rep.h"
 #include "coord/coord_rf.h"
 #include "core/err.h"
 #include "core/failpoint.h"
@@ -80,6 +81,7 @@ static void setting_done(coord *co, const mapstore_result *r, void *arg, kbuf *o
     }
     keel_log(KEEL_LOG_INFO, "setting_changed", "name=%s value=%g previous=%g by=%s", a->d->name,
              coord_setting_d(co, a->d->name), a->before, a->by);
+    coord_rep_setting_changed(co, a->d->name); /* nodes apply some: a new map version (C4) */
     resp_w_simple(out, "OK");
 }
 
@@ -104,7 +106,8 @@ void coord_c_setting(cctx *x) {
     mapstore_write w;
     int is_set = !strcasecmp(x->argv[1], "set") && x->argc == 4;
     if ((is_set || (!strcasecmp(x->argv[1], "reset") && x->argc == 3)) &&
-        coord_rf_check_change(x->co, d->name, is_set ? x->argv[3] : NULL, msg, sizeof msg)) {
+        (coord_rf_check_change(x->co, d->name, is_set ? x->argv[3] : NULL, msg, sizeof msg) ||
+         coord_rep_check_setting(x->co, d->name, is_set ? x->argv[3] : NULL, msg, sizeof msg))) {
         coord_reply_err(x, msg);
         return;
     }

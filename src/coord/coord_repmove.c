@@ -84,8 +84,14 @@ static int node_up(void *arg, const char *id) {
     return mapstore_node_get(x->co->ms, id, &n) == 0 && coord_node_usable(&n);
 }
 
-static int64_t timeout_ms(rms *x) {
-    return coord_setting_ll(x->co, "replica_move_timeout_ms");
+/* A promotion copies nothing: RESIGN is bounded by 5 s on the node, so a
+ * transfer that has not committed in 30 s will not (and `keel promote`
+ * waits for the answer). */
+#define PROMOTE_TIMEOUT_MS 30000
+
+static int64_t timeout_ms(rms *x, const rm *m) {
+    int64_t t = coord_setting_ll(x->co, "replica_move_timeout_ms");
+    return m->mv.kind == RMOVE_PROMOTE && t > PROMOTE_TIMEOUT_MS ? PROMOTE_TIMEOUT_MS : t;
 }
 
 /* Drops the oldest finished moves beyond KEEP_FINISHED. */
@@ -273,7 +279,7 @@ static void drive(rms *x, rm *m) {
     if (mapstore_partition_get(co->ms, m->mv.partition, &p)) return;
     if (rmove_replica_index(&p, m->mv.add) >= 0) m->mv.added = 1;
     rmove_action a;
-    rmove_next(&m->mv, &p, now, timeout_ms(x), node_up, x, &a);
+    rmove_next(&m->mv, &p, now, timeout_ms(x, m), node_up, x, &a);
     if (a.step != m->step && a.act != RACT_ABORT)
         keel_log(KEEL_LOG_INFO, "replica_move_step", "id=%llu partition=%u step=\"%s\"",
                  (unsigned long long)m->mv.id, m->mv.partition, rmove_step_name(a.step));

@@ -646,19 +646,25 @@ static int r_setting_unset(mapstore *ms, ms_job *j) {
 static int r_partition_set_isr(mapstore *ms, ms_job *j) {
     const char *ids[KEEL_RF_MAX];
     size_t n = w_list(&j->w, ids);
-    return ms->ops->partition_set_isr(ms, j->w.partition, j->w.expected_pe, ids, n, &j->r.part);
+    int rc = ms->ops->partition_set_isr(ms, j->w.partition, j->w.expected_pe, ids, n, &j->r.part);
+    if (!rc) j->r.version = ms->ops->version(ms->impl);
+    return rc;
 }
 
 static int r_partition_set_replicas(mapstore *ms, ms_job *j) {
     const char *ids[KEEL_RF_MAX];
     size_t n = w_list(&j->w, ids);
-    return ms->ops->partition_set_replicas(ms, j->w.partition, j->w.expected_pe, ids, n,
+    int rc = ms->ops->partition_set_replicas(ms, j->w.partition, j->w.expected_pe, ids, n,
                                            &j->r.part);
+    if (!rc) j->r.version = ms->ops->version(ms->impl);
+    return rc;
 }
 
 static int r_partition_set_leader(mapstore *ms, ms_job *j) {
-    return ms->ops->partition_set_leader(ms, j->w.partition, j->w.expected_pe, j->w.ids[0],
+    int rc = ms->ops->partition_set_leader(ms, j->w.partition, j->w.expected_pe, j->w.ids[0],
                                          j->w.value, &j->r.part);
+    if (!rc) j->r.version = ms->ops->version(ms->impl);
+    return rc;
 }
 
 static int r_bump_version(mapstore *ms, ms_job *j) {

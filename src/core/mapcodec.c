@@ -221,6 +221,22 @@ static int parse_node(const cJSON *o, map_node *n, char *err, size_t cap) {
         }
         memcpy(dst[k], v->valuestring, len + 1);
     }
+    const cJSON *inc = cJSON_GetObjectItemCaseSensitive(o, "incarnation");
+    if (inc) {
+        size_t len = cJSON_IsString(inc) ? strlen(inc->valuestring) : 0;
+        int ok = len > 0 && len <= MAP_INCARNATION_MAX;
+        for (size_t i = 0; ok && i < len; i++) {
+            char c = inc->valuestring[i];
+            ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        }
+        if (!ok) {
+            if (err && cap)
+                snprintf(err, cap, "node %s: \"incarnation\" must be 1 to %d lower-case hex digits",
+                         n->id, MAP_INCARNATION_MAX);
+            return KEEL_EINVAL;
+        }
+        memcpy(n->incarnation, inc->valuestring, len + 1);
+    }
     return 0;
 }
 
@@ -409,7 +425,8 @@ static cJSON *write_node(const map_node *n) {
     if (!o || !cJSON_AddStringToObject(o, "id", n->id) ||
         !cJSON_AddStringToObject(o, "addr", addr) ||
         (n->liveness[0] && !cJSON_AddStringToObject(o, "liveness", n->liveness)) ||
-        (n->membership[0] && !cJSON_AddStringToObject(o, "membership", n->membership))) {
+        (n->membership[0] && !cJSON_AddStringToObject(o, "membership", n->membership)) ||
+        (n->incarnation[0] && !cJSON_AddStringToObject(o, "incarnation", n->incarnation))) {
         cJSON_Delete(o);
         return NULL;
     }

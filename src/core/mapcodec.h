@@ -9,7 +9,7 @@
  * Format (docs/configuration.md):
  *
  *   {"version": V, "term": T, "partitions": P,
- *    "nodes":  [{"id": ID, "addr": "HOST:PORT"}, ...],
+ *    "nodes":  [{"id": ID, "addr": "HOST:PORT", "incarnation": HEX}, ...],
  *    "owners": [{"first": F, "last": L, "node": ID, "epoch": E,
  *                "replicas": [ID, ...], "isr": [ID, ...],
  *                "leader_epoch": LE, "partition_epoch": PE}, ...]}
@@ -63,6 +63,7 @@
 
 /* One node of the map. New per-node fields go here (see above). */
 #define MAP_STATE_MAX 15
+#define MAP_INCARNATION_MAX 16 /* hex digits of a 64-bit value */
 
 typedef struct map_node {
     char id[KEEL_ID_MAX + 1];     /* the id rule */
@@ -72,6 +73,12 @@ typedef struct map_node {
      * show; "" when absent (older writers). Upper-case names. */
     char liveness[MAP_STATE_MAX + 1];   /* UP, SUSPECT, DOWN */
     char membership[MAP_STATE_MAX + 1]; /* ACTIVE, DRAINING */
+    /* The node process's incarnation (issue 11, C3 of the replication
+     * contract): 1..16 lower-case hex digits, written by the coordinator
+     * once every consequence of that incarnation is committed; "" when
+     * absent. A node leads an RF > 1 partition only while the map shows
+     * its own incarnation here. */
+    char incarnation[MAP_INCARNATION_MAX + 1];
 } map_node;
 
 /* Replication factor bounds (docs/replication.md). */

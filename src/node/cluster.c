@@ -17,11 +17,13 @@
 #include "node/coordlink.h"
 #include "node/cmd.h" /* CLASS_READ, CLASS_WRITE */
 #include "node/move.h"
+#include "node/rep_uv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 static int parse_map(const char *json, size_t len, keel_map *m, char *err, size_t cap) {
     char *text = malloc(len + 1);
@@ -96,6 +98,12 @@ int node_install_map(server *s, const char *json, size_t len, char *err, size_t 
              (unsigned long long)version, (unsigned long long)old,
              (unsigned long long)ptable_self_epoch(s->pt));
     if (s->mv) move_map_changed(s->mv);
+    if (s->rep && (rc = node_rep_map_changed(s->rep))) {
+        /* A store error configuring replication: stop, as a failed sync does. */
+        keel_log(KEEL_LOG_ERROR, "replication_failed", "step=configure error=\"%s\" action=exit",
+                 keel_strerror(rc));
+        _exit(2);
+    }
     return 1;
 }
 
@@ -149,6 +157,16 @@ KEEL_MUST_CHECK static int load_coord_key(server *s, char *err, size_t cap) {
     snprintf(s->coord_pub, sizeof s->coord_pub, "%s", v);
     free(v);
     return 0;
+}
+
+static int rep_fresh(void *arg) {
+    server *s = arg;
+    return node_rep_fresh(s->rep);
+}
+
+static void on_lease(void *arg, int lease, uint64_t version, uint64_t sent_us) {
+    server *s = arg;
+    node_rep_lease(s->rep, lease, version, sent_us);
 }
 
 static uint64_t map_version(void *arg) {
@@ -228,11 +246,14 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap) {
                            .adv_port = s->cfg.port,
                            .rack = s->cfg.rack,
                            .capacity = s->cfg.capacity,
-                           .heartbeat_ms = 1000};
+                           .heartbeat_ms = 1000,
+                           .incarnation = s->incarnation};
     coordlink_cbs cbs = {.on_map = on_map,
                          .metrics = metrics_json,
                          .map_version = map_version,
-                         .pin = pin_coord_key};
+                         .pin = pin_coord_key,
+                         .fresh = rep_fresh,
+                         .on_lease = on_lease};
     if ((rc = load_mark(s, &lc, err, cap))) return rc;
     if ((rc = load_coord_key(s, err, cap))) return rc;
     lc.coord_pub = s->coord_pub;

@@ -18,6 +18,7 @@
 #include "node/blocking.h"
 #include "node/move.h"
 #include "node/multi.h"
+#include "node/rep_uv.h"
 #include "node/script.h"
 
 #include <ctype.h>
@@ -251,6 +252,16 @@ int cmd_route(cmd_ctx *x, int *held) {
     route r;
     ptable_route(x->srv->pt, x->slot, &r);
     x->partition = r.partition;
+    if (x->srv->rep && (r.kind == ROUTE_SERVE || r.kind == ROUTE_MOVED)) {
+        /* RF > 1 (node/rep_uv.h): the leader's lease and ISR; reads at a
+         * follower for READONLY connections. RF 1 passes straight on. */
+        node_conn *nc = x->c->user;
+        int follower_read, v = node_rep_route(x->srv->rep, r.partition, r.kind == ROUTE_SERVE,
+                                              x->writes, nc && nc->readonly, x->out,
+                                              &follower_read);
+        if (v == NODE_REP_SERVE) return 1;
+        if (v == NODE_REP_REPLIED) return 0;
+    }
     if (r.kind == ROUTE_SERVE) return 1;
     if (r.kind == ROUTE_HOLD) {
         *held = move_hold(x->srv->mv, x->c, r.partition);
@@ -349,6 +360,7 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
         multi_flag(c);
         return 0;
     }
+    x.writes = (d->flags & CMD_WRITE) || d->cls == CLASS_WRITE;
     if (has_keys && !cmd_route(&x, &held)) {
         if (!held) multi_flag(c);
         return held;

@@ -25,6 +25,7 @@ typedef struct cmd_ctx {
     unsigned partition; /* its partition */
     int can_block;      /* a top-level request: may block (blocking.h); 0 in EXEC, scripts */
     int hold;           /* set by blocking_run: dispatch returns it (RSERVER_HOLD) */
+    int writes;         /* the routed command may write (cmd_route's replication checks) */
 } cmd_ctx;
 
 typedef void (*cmd_fn)(cmd_ctx *x);

@@ -6,6 +6,7 @@
  * two ranges, and one owning everything shows 0-16383.
  */
 #include "node/cmd.h"
+#include "node/move.h"
 #include "core/crc16.h"
 
 #include <stdio.h>
@@ -13,23 +14,40 @@
 #include <string.h>
 
 typedef struct slot_range {
-    unsigned first, last; /* slots, inclusive */
-    int owner;            /* index in map->nodes */
+    unsigned first, last;     /* slots, inclusive */
+    int owner;                /* index in map->nodes: the leader */
+    int nrep;                 /* replicas, leader first (1 at RF 1) */
+    int rep[KEEL_RF_MAX];     /* indexes in map->nodes */
 } slot_range;
 
-/* Fills r (capacity partitions) with merged ranges, in slot order. Unowned
- * partitions are skipped. Returns the count. */
+static int same_replicas(const slot_range *r, const map_rep *mr) {
+    if (r->nrep != mr->n) return 0;
+    for (int i = 0; i < r->nrep; i++)
+        if (r->rep[i] != mr->node[i]) return 0;
+    return 1;
+}
+
+/* Fills r (capacity partitions) with merged ranges, in slot order: one
+ * range per run of partitions with the same replicas (leader first), as
+ * Redis lists a master and its replicas. Unowned partitions are skipped.
+ * Returns the count. */
 static size_t map_ranges(const keel_map *m, slot_range *r) {
     size_t n = 0;
     unsigned per = 16384u / m->partitions;
     for (unsigned p = 0; p < m->partitions; p++) {
         int o = m->owner[p];
         if (o < 0) continue;
-        if (n && r[n - 1].owner == o && r[n - 1].last + 1 == p * per) {
+        map_rep mr;
+        keel_map_get_rep(m, p, &mr);
+        if (n && r[n - 1].owner == o && r[n - 1].last + 1 == p * per &&
+            same_replicas(&r[n - 1], &mr)) {
             r[n - 1].last = (p + 1) * per - 1;
             continue;
         }
-        r[n++] = (slot_range){p * per, (p + 1) * per - 1, o};
+        slot_range s = {p * per, (p + 1) * per - 1, o, mr.n, {0}};
+        for (int i = 0; i < mr.n; i++)
+            s.rep[i] = mr.node[i];
+        r[n++] = s;
     }
     return n;
 }
@@ -63,13 +81,48 @@ void cmd_cluster_slots(cmd_ctx *x) {
     if (!r) return;
     const keel_map *m = ptable_map(x->srv->pt);
     resp_w_array(x->out, n);
-    for (size_t i = 0; i < n; i++) {
-        resp_w_array(x->out, 3);
+    for (size_t i = 0; i < n; i++) { /* the leader, then its followers (Redis: master, replicas) */
+        resp_w_array(x->out, 2 + (size_t)r[i].nrep);
         resp_w_int(x->out, r[i].first);
         resp_w_int(x->out, r[i].last);
-        write_node_endpoint(x, &m->nodes[r[i].owner]);
+        for (int k = 0; k < r[i].nrep; k++)
+            write_node_endpoint(x, &m->nodes[r[i].rep[k]]);
     }
     free(r);
+}
+
+/* One node of a CLUSTER SHARDS entry. */
+static void write_shard_node(cmd_ctx *x, const map_node *nd, int leader) {
+    resp_w_map(x->out, x->proto, 7);
+    resp_w_bulkstr(x->out, "id");
+    resp_w_bulkstr(x->out, nd->id);
+    resp_w_bulkstr(x->out, "port");
+    resp_w_int(x->out, nd->port);
+    resp_w_bulkstr(x->out, "ip");
+    resp_w_bulkstr(x->out, nd->host);
+    resp_w_bulkstr(x->out, "endpoint");
+    resp_w_bulkstr(x->out, nd->host);
+    resp_w_bulkstr(x->out, "role");
+    resp_w_bulkstr(x->out, leader ? "master" : "replica");
+    resp_w_bulkstr(x->out, "replication-offset");
+    resp_w_int(x->out, 0);
+    resp_w_bulkstr(x->out, "health");
+    resp_w_bulkstr(x->out, "online");
+}
+
+/* 1 if range j opens a replica set not seen in ranges [0, j) led by the
+ * same node. */
+static int first_of_set(const slot_range *r, size_t j) {
+    for (size_t i = 0; i < j; i++) {
+        if (r[i].owner != r[j].owner || r[i].nrep != r[j].nrep) continue;
+        if (!memcmp(r[i].rep, r[j].rep, (size_t)r[j].nrep * sizeof *r[j].rep)) return 0;
+    }
+    return 1;
+}
+
+static int same_set(const slot_range *a, const slot_range *b) {
+    return a->owner == b->owner && a->nrep == b->nrep &&
+           !memcmp(a->rep, b->rep, (size_t)a->nrep * sizeof *a->rep);
 }
 
 void cmd_cluster_shards(cmd_ctx *x) {
@@ -77,37 +130,40 @@ void cmd_cluster_shards(cmd_ctx *x) {
     slot_range *r = ranges_of(x, &n);
     if (!r) return;
     const keel_map *m = ptable_map(x->srv->pt);
-    resp_w_array(x->out, m->nnodes);
+    /* A shard is one replica set (leader first) and the slots it holds; a
+     * node that leads nothing is a shard of its own with no slots (at RF 1:
+     * one shard per node, as before). Nodes in node order. */
+    size_t shards = 0;
     for (size_t k = 0; k < m->nnodes; k++) {
-        const map_node *nd = &m->nodes[k];
-        size_t mine = 0;
-        for (size_t i = 0; i < n; i++)
-            mine += r[i].owner == (int)k;
-        resp_w_map(x->out, x->proto, 2);
-        resp_w_bulkstr(x->out, "slots");
-        resp_w_array(x->out, 2 * mine);
-        for (size_t i = 0; i < n; i++)
-            if (r[i].owner == (int)k) {
-                resp_w_int(x->out, r[i].first);
-                resp_w_int(x->out, r[i].last);
-            }
-        resp_w_bulkstr(x->out, "nodes");
-        resp_w_array(x->out, 1);
-        resp_w_map(x->out, x->proto, 7);
-        resp_w_bulkstr(x->out, "id");
-        resp_w_bulkstr(x->out, nd->id);
-        resp_w_bulkstr(x->out, "port");
-        resp_w_int(x->out, nd->port);
-        resp_w_bulkstr(x->out, "ip");
-        resp_w_bulkstr(x->out, nd->host);
-        resp_w_bulkstr(x->out, "endpoint");
-        resp_w_bulkstr(x->out, nd->host);
-        resp_w_bulkstr(x->out, "role");
-        resp_w_bulkstr(x->out, "master");
-        resp_w_bulkstr(x->out, "replication-offset");
-        resp_w_int(x->out, 0);
-        resp_w_bulkstr(x->out, "health");
-        resp_w_bulkstr(x->out, "online");
+        size_t sets = 0;
+        for (size_t j = 0; j < n; j++)
+            sets += r[j].owner == (int)k && first_of_set(r, j);
+        shards += sets ? sets : 1;
+    }
+    resp_w_array(x->out, shards);
+    for (size_t k = 0; k < m->nnodes; k++) {
+        int any = 0;
+        for (size_t j = 0; j <= n; j++) {
+            if (j < n && (r[j].owner != (int)k || !first_of_set(r, j))) continue;
+            if (j == n && any) break;
+            size_t mine = 0;
+            for (size_t i = 0; j < n && i < n; i++)
+                mine += same_set(&r[i], &r[j]);
+            resp_w_map(x->out, x->proto, 2);
+            resp_w_bulkstr(x->out, "slots");
+            resp_w_array(x->out, 2 * mine);
+            for (size_t i = 0; j < n && i < n; i++)
+                if (same_set(&r[i], &r[j])) {
+                    resp_w_int(x->out, r[i].first);
+                    resp_w_int(x->out, r[i].last);
+                }
+            resp_w_bulkstr(x->out, "nodes");
+            int nn = j < n ? r[j].nrep : 1;
+            resp_w_array(x->out, (size_t)nn);
+            for (int i = 0; i < nn; i++)
+                write_shard_node(x, &m->nodes[j < n ? r[j].rep[i] : (int)k], i == 0);
+            any = 1;
+        }
     }
     free(r);
 }
@@ -129,9 +185,18 @@ void cmd_cluster_nodes(cmd_ctx *x) {
     kbuf_init(&b);
     for (size_t k = 0; k < m->nnodes; k++) {
         const map_node *nd = &m->nodes[k];
-        kbuf_printf(&b, "%s %s:%d@%d %s - 0 0 %llu connected", nd->id, nd->host, nd->port,
-                    nd->port + 10000, (int)k == self ? "myself,master" : "master",
-                    (unsigned long long)node_epoch(m, (int)k));
+        /* A node that leads no slot but follows some is listed as Redis
+         * lists a replica: "slave <leader-id>" (of its first followed range). */
+        int leads = 0, follows = -1;
+        for (size_t i = 0; i < n; i++) {
+            leads |= r[i].owner == (int)k;
+            for (int j = 1; follows < 0 && j < r[i].nrep; j++)
+                if (r[i].rep[j] == (int)k) follows = r[i].owner;
+        }
+        int slave = !leads && follows >= 0;
+        kbuf_printf(&b, "%s %s:%d@%d %s%s %s 0 0 %llu connected", nd->id, nd->host, nd->port,
+                    nd->port + 10000, (int)k == self ? "myself," : "", slave ? "slave" : "master",
+                    slave ? m->nodes[follows].id : "-", (unsigned long long)node_epoch(m, (int)k));
         for (size_t i = 0; i < n; i++) {
             if (r[i].owner != (int)k) continue;
             if (r[i].first == r[i].last)
@@ -270,4 +335,25 @@ void cmd_cluster_help(cmd_ctx *x) {
     resp_w_array(x->out, sizeof help / sizeof *help);
     for (size_t i = 0; i < sizeof help / sizeof *help; i++)
         resp_w_simple(x->out, help[i]);
+}
+
+/* READONLY / READWRITE: whether this connection may read replicated
+ * partitions from this node as a follower (node/rep_uv.h); Redis Cluster's
+ * replica reads. Off by default: a follower answers -MOVED to the leader. */
+static void set_readonly(cmd_ctx *x, int on) {
+    node_conn *nc = node_conn_of(x->c);
+    if (!nc) {
+        reply_err(x, "ERR out of memory");
+        return;
+    }
+    nc->readonly = on;
+    reply_ok(x);
+}
+
+void cmd_readonly(cmd_ctx *x) {
+    set_readonly(x, 1);
+}
+
+void cmd_readwrite(cmd_ctx *x) {
+    set_readonly(x, 0);
 }

@@ -28,7 +28,7 @@ void cmd_echo(cmd_ctx *x) {
     resp_w_bulk(x->out, x->argv[1], x->argvlen[1]);
 }
 
-void cmd_ok(cmd_ctx *x) { /* READONLY, READWRITE, ASKING */
+void cmd_ok(cmd_ctx *x) { /* ASKING */
     reply_ok(x);
 }
 

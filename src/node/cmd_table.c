@@ -44,6 +44,7 @@ H(xadd) H(xlen) H(xrange) H(xrevrange) H(xdel) H(xtrim) H(xsetid) H(xread) H(xre
 H(xgroup) H(xgroup_create) H(xgroup_setid) H(xgroup_destroy) H(xgroup_createconsumer)
 H(xgroup_delconsumer) H(xgroup_help) H(xack) H(xpending) H(xclaim) H(xautoclaim)
 H(xinfo) H(xinfo_stream) H(xinfo_groups) H(xinfo_consumers) H(xinfo_help)
+H(readonly) H(readwrite)
 H(eval) H(evalsha) H(eval_ro) H(evalsha_ro) H(fcall) H(fcall_ro) H(script) H(script_load)
 H(script_exists) H(script_flush) H(script_kill) H(function_load) H(function_flush)
 H(function_delete) H(function_kill) H(function_list)
@@ -623,9 +624,9 @@ const cmd_def cmd_table[] = {
      "Closes the connection"},
     {"select", 2, F, 0, 0, 0, CLASS_ADMIN, cmd_select, "connection",
      "Changes the selected database"},
-    {"readonly", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_ok, "cluster",
+    {"readonly", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_readonly, "cluster",
      "Enables read-only queries for a connection"},
-    {"readwrite", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_ok, "cluster",
+    {"readwrite", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_readwrite, "cluster",
      "Enables read-write queries for a connection"},
     {"asking", 1, F, 0, 0, 0, CLASS_ADMIN, cmd_ok, "cluster",
      "Signals that a cluster client is following a redirection"},

@@ -40,7 +40,7 @@ struct coordlink {
     int cur;         /* the one being dialled or linked */
     int round_fails; /* failures since the last registration, to pace full rounds */
     int redirect;    /* index a standby's -NOTLEADER named, for next_addr; -1 none */
-    char self_id[65], adv_host[256], rack[65];
+    char self_id[65], adv_host[256], rack[65], incarnation[24];
     char pinned[COORDKEY_PUB_HEX + 1]; /* the coordinator key, "" until the first join */
     peerauth_secret secret;
     coordlink_cbs cbs;
@@ -53,6 +53,7 @@ struct coordlink {
     int refs;          /* the timer, plus the hiredis context while one exists */
     int fails;         /* consecutive failed attempts, to keep the log readable */
     uint64_t state_ms; /* when the current dial or heartbeat started (monotonic) */
+    uint64_t hb_sent_us; /* when the heartbeat in flight left (keel_mono_us) */
     directive_guard *guard;
     uv_timer_t timer; /* redial in DOWN, heartbeat in READY */
 };
@@ -85,15 +86,18 @@ static int send_argv(coordlink *l, redisCallbackFn *cb, int argc, const char **a
 }
 
 static void on_register(redisAsyncContext *ac, void *r, void *priv);
+static void heartbeat_map(coordlink *l, redisReply *r);
 static void on_heartbeat(redisAsyncContext *ac, void *r, void *priv);
 
 static void send_register(coordlink *l) {
     char port[16], cap[32];
     snprintf(port, sizeof port, "%d", l->cfg.adv_port);
     snprintf(cap, sizeof cap, "%g", l->cfg.capacity);
-    const char *argv[] = {"KEEL.REGISTER", l->adv_host, port, l->rack[0] ? l->rack : "-", cap};
+    int fresh = l->cbs.fresh ? l->cbs.fresh(l->arg) : 1;
+    const char *argv[] = {"KEEL.REGISTER", l->adv_host, port, l->rack[0] ? l->rack : "-", cap,
+                          l->incarnation[0] ? l->incarnation : "0", fresh ? "1" : "0"};
     l->state = L_REGISTER;
-    send_argv(l, on_register, 5, argv);
+    send_argv(l, on_register, 7, argv);
 }
 
 /* [public-key, signature]: the coordinator's key proof for this handshake. */
@@ -283,7 +287,10 @@ static void send_heartbeat(coordlink *l) {
     kbuf_append(&m, "", 1);
     const char *argv[] = {"KEEL.HEARTBEAT", ver, m.p ? m.p : "{}"};
     l->hb_in_flight = send_argv(l, on_heartbeat, 3, argv) == REDIS_OK;
-    if (l->hb_in_flight) l->state_ms = keel_mono_us() / 1000;
+    if (l->hb_in_flight) {
+        l->hb_sent_us = keel_mono_us();
+        l->state_ms = l->hb_sent_us / 1000;
+    }
     kbuf_close(&m);
 }
 
@@ -309,13 +316,25 @@ static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
     if (l->stopping || l->state == L_DOWN) return;
     redisReply *r = reply;
     l->hb_in_flight = 0;
-    /* [term, seq, version, map-json | nil] */
-    if (!reply_shape(r, "iiiS") || r->element[0]->integer < 0 || r->element[1]->integer < 0) {
+    /* [term, seq, version, map-json | nil] or, with leases (replication
+     * contract C2), [term, seq, version, map-json | nil, lease] */
+    int with_lease = reply_shape(r, "iiiSi");
+    if ((!with_lease && !reply_shape(r, "iiiS")) || r->element[0]->integer < 0 ||
+        r->element[1]->integer < 0 || r->element[2]->integer < 0) {
         link_fail(l, "heartbeat-refused", r && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
         return;
     }
+    uint64_t sent_us = l->hb_sent_us, version = (uint64_t)r->element[2]->integer;
+    int lease = with_lease && r->element[4]->integer == 1;
     redisReply *map = r->element[3];
-    if (map->type != REDIS_REPLY_STRING) return;
+    if (map->type == REDIS_REPLY_STRING) heartbeat_map(l, r);
+    /* The map callback may stop the link (a fatal store error). */
+    if (with_lease && !l->stopping && l->cbs.on_lease) l->cbs.on_lease(l->arg, lease, version, sent_us);
+}
+
+/* The map of a heartbeat reply: a directive, admitted through the guard. */
+static void heartbeat_map(coordlink *l, redisReply *r) {
+    redisReply *map = r->element[3];
     uint64_t term = (uint64_t)r->element[0]->integer, seq = (uint64_t)r->element[1]->integer;
     directive_verdict v = directive_admit(l->guard, 1, term, seq);
     if (v != DIRECTIVE_ACCEPT) {
@@ -374,6 +393,8 @@ coordlink *coordlink_start(uv_loop_t *loop, const coordlink_config *cfg,
     snprintf(l->self_id, sizeof l->self_id, "%s", cfg->self_id);
     snprintf(l->adv_host, sizeof l->adv_host, "%s", cfg->adv_host);
     snprintf(l->rack, sizeof l->rack, "%s", cfg->rack ? cfg->rack : "");
+    snprintf(l->incarnation, sizeof l->incarnation, "%s", cfg->incarnation ? cfg->incarnation : "");
+    l->cfg.incarnation = NULL; /* copied above */
     snprintf(l->pinned, sizeof l->pinned, "%s", cfg->coord_pub ? cfg->coord_pub : "");
     l->cfg.coord_pub = NULL; /* copied above */
     if (l->cfg.heartbeat_ms <= 0) l->cfg.heartbeat_ms = 1000;
@@ -397,6 +418,10 @@ directive_verdict coordlink_check_term(coordlink *l, int from_coordinator, uint6
 int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens) {
     if (!l || l->state != L_READY || !l->ac) return KEEL_EAGAIN;
     return redisAsyncCommandArgv(l->ac, NULL, NULL, argc, argv, lens) == REDIS_OK ? 0 : KEEL_EAGAIN;
+}
+
+void coordlink_set_heartbeat_ms(coordlink *l, int ms) {
+    if (l && ms > 0) l->cfg.heartbeat_ms = ms;
 }
 
 int coordlink_ready(const coordlink *l) {

@@ -45,6 +45,9 @@ typedef struct coordlink_config {
     int heartbeat_ms;
     uint64_t last_term, last_seq; /* the last directive admitted before a restart; 0 0 = none */
     const char *coord_pub;        /* the pinned coordinator key (hex), "" or NULL = none yet */
+    /* This process's incarnation (hex; replication contract C3), sent in
+     * KEEL.REGISTER with `fresh` (cbs.fresh); NULL or "" = "0". */
+    const char *incarnation;
 } coordlink_config;
 
 typedef struct coordlink_cbs {
@@ -60,6 +63,14 @@ typedef struct coordlink_cbs {
      * key was pinned. Persist it durably and return 0, or a KEEL_E* to drop
      * the link (it redials). Later links must prove this same key. */
     int (*pin)(void *arg, const char *pub_hex);
+    /* KEEL.REGISTER's `fresh`: 1 until this process installed a map that
+     * lists its own incarnation, then 0. NULL = 1. */
+    int (*fresh)(void *arg);
+    /* A heartbeat reply's fifth element (C2): lease 1 or 0, the version it
+     * answered, and when that heartbeat left (this node's monotonic clock,
+     * keel_mono_us). Runs after on_map of the same reply. A 4-element
+     * reply calls nothing. May be NULL. */
+    void (*on_lease)(void *arg, int lease, uint64_t version, uint64_t sent_us);
 } coordlink_cbs;
 
 /* Starts dialling. Strings in cfg are copied; *secret is copied. Returns
@@ -75,6 +86,9 @@ directive_verdict coordlink_check_term(coordlink *l, int from_coordinator, uint6
 /* Sends a command to the coordinator and ignores the reply (progress
  * reports). Returns 0, or KEEL_EAGAIN when not registered. */
 int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens);
+/* Changes the heartbeat interval (from the next heartbeat on). A leader at
+ * RF > 1 heartbeats several times per lease. ms <= 0 is ignored. */
+void coordlink_set_heartbeat_ms(coordlink *l, int ms);
 /* 1 once registered on the current connection. */
 int coordlink_ready(const coordlink *l);
 

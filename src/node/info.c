@@ -9,6 +9,7 @@
  * replicas and offset 0.
  */
 #include "core/clock.h"
+#include "node/rep_uv.h"
 #include "node/cmd.h"
 #include "node/cmdstats.h"
 #include "node/blocking.h"
@@ -106,6 +107,7 @@ static void info_replication(const server *s, kbuf *b) {
                 "repl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\n"
                 "repl_backlog_histlen:0\r\n",
                 s->runid);
+    node_rep_info_replication(s->rep, b); /* RF > 1 partitions by role, lag (rep_uv.h) */
 }
 
 static void info_cpu(const server *s, kbuf *b) {
@@ -198,6 +200,7 @@ static void info_keel(const server *s, kbuf *b) {
         role[ptable_role(s->pt, p)]++;
     kbuf_printf(b, "replicas_leader:%u\r\nreplicas_follower:%u\r\nreplicas_lagging:%u\r\n",
                 role[MAP_ROLE_LEADER], role[MAP_ROLE_FOLLOWER], role[MAP_ROLE_LAGGING]);
+    node_rep_info_keel(s->rep, b); /* replication counters (rep_uv.h) */
     loopstat_info(s->loops, b);
 }
 

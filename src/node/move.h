@@ -51,6 +51,8 @@ typedef struct node_conn {
     int64_t held_since; /* monotonic ms */
     int waits_verify;   /* a KEEL.MOVE.VERIFY waiting for the catch-up */
     int waits_data;     /* a KEEL.MOVE.CHUNK/CHANGES waiting for data or tokens */
+    int readonly;       /* READONLY: reads of replicated partitions may be served here as
+                         * a follower (node/rep_uv.h) */
     struct node_conn *hprev, *hnext;
 
     struct multi_state *multi; /* MULTI queue and watches (multi.c); NULL until used */

@@ -14,6 +14,7 @@
 #include "net/peerlink.h"
 #include "node/cluster.h"
 #include "node/coordlink.h"
+#include "node/rep_uv.h"
 #include "node/walsync.h"
 #include "resp/resp.h"
 
@@ -234,6 +235,13 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
     if (!peer) {
         keel_log(KEEL_LOG_WARN, "peer_command_refused", "addr=%s reason=unauthenticated", c->addr);
         resp_w_error(&c->out, PEERSERVE_NOPERM);
+        return 0;
+    }
+    if (!strncasecmp(argv[0], "keel.rep.", 9)) { /* replication (rep_uv.h) */
+        if (!nm->s->rep)
+            resp_w_error(&c->out, "ERR replication is not running");
+        else
+            node_rep_peer_command(nm->s->rep, c->id, peer, argc, argv, len, &c->out);
         return 0;
     }
     move_call call = {.conn = c, .out = &c->out, .proto = c->proto, .peer = peer,

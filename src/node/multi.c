@@ -206,6 +206,7 @@ int multi_exec(cmd_ctx *x) {
     if (has_keys) {
         int held = 0;
         x->slot = slot;
+        x->writes = 1; /* EXEC: its queue may write */
         if (!cmd_route(x, &held)) {
             if (held) return held;
             discard(s, ms);

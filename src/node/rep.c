@@ -124,6 +124,7 @@ rep *rep_new(const rep_env *env, unsigned mutations) {
     if (!r) return NULL;
     r->env = *env;
     r->mutations = mutations;
+    r->lease_ms = REP_LEASE_MS;
     r->nparts = env->partitions;
     r->parts = calloc(r->nparts, sizeof *r->parts);
     if (!r->parts) {
@@ -254,8 +255,12 @@ void rep_lease(rep *r, unsigned p, uint64_t leader_epoch, uint64_t sent_us) {
     if (p >= r->nparts) return;
     rep_part *pp = &r->parts[p];
     if (pp->role != REP_LEADER || pp->epoch != leader_epoch) return;
-    uint64_t until = sent_us + REP_LEASE_MS * 1000ull;
+    uint64_t until = sent_us + r->lease_ms * 1000ull;
     if (until > pp->lease_until) pp->lease_until = until;
+}
+
+void rep_set_lease_ms(rep *r, unsigned ms) {
+    r->lease_ms = ms ? ms : REP_LEASE_MS;
 }
 
 int rep_turn_end(rep *r) {

@@ -63,7 +63,7 @@
 #define REP_TICK_MS 20 /* the binding calls rep_tick this often */
 #define REP_LAG_MAX_MS                                                                             \
     1000 /* replica_lag_max_ms: a follower not caught up for this long leaves the ISR */
-#define REP_LEASE_MS 400     /* a lease lasts this long from the heartbeat that renewed it */
+#define REP_LEASE_MS 400 /* default of rep_set_lease_ms (the simulator's lease) */
 #define REP_SUB_RETRY_MS 200 /* an unanswered SUB is sent again */
 #define REP_WINDOW 64        /* batches in flight to one follower */
 #define REP_LOG_KEEP 512     /* batches the leader retains for catch-up */
@@ -112,9 +112,12 @@ int rep_configure(rep *r, unsigned p, const rep_config *c);
 int rep_write_check(rep *r, unsigned p);
 int rep_read_check(rep *r, unsigned p);
 /* The leader's lease for p in leader epoch e, renewed by a heartbeat this
- * node sent at sent_us (its own clock): valid until sent_us + REP_LEASE_MS.
- * Ignored for another epoch. */
+ * node sent at sent_us (its own clock): valid until sent_us + the lease
+ * length. Ignored for another epoch. */
 void rep_lease(rep *r, unsigned p, uint64_t leader_epoch, uint64_t sent_us);
+/* The lease length in ms (the map's lease_ms); 0 restores REP_LEASE_MS.
+ * Applies to leases renewed from now on. */
+void rep_set_lease_ms(rep *r, unsigned ms);
 
 /* After the turn's store_sync succeeded: gives the turn's writes to each led
  * partition a position, persists it and streams the batch. Returns 0 or a

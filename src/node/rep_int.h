@@ -76,6 +76,7 @@ typedef struct rep_part {
 struct rep {
     rep_env env;
     unsigned mutations;
+    uint64_t lease_ms; /* rep_set_lease_ms; REP_LEASE_MS until set */
     unsigned nparts;
     rep_part *parts;
     rep_stats st;

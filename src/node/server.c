@@ -22,6 +22,8 @@
 #include "net/http.h"
 #include "node/move.h"
 #include "node/multi.h"
+#include "node/rep_uv.h"
+#include "net/peerserve.h"
 #include "node/script.h"
 #include "node/save.h"
 #include "node/migrate.h"
@@ -62,7 +64,15 @@ static void on_close(void *arg, client *c) {
     migrate_conn_closed(s, c);
     client_conn_closed(s, c);
     blocking_conn_closed(s, c);
+    node_conn *nc = c->user;
+    if (s->rep && nc) node_rep_peer_closed(s->rep, c->id, peerserve_peer(&nc->peer));
     move_conn_closed(s->mv, c);
+}
+
+/* After a successful group commit: replication's turn end (rep_uv.h). */
+static uint64_t seal_turn(void *arg) {
+    server *s = arg;
+    return node_rep_seal(s->rep);
 }
 
 /* Group commit, before any reply of the turn leaves. */
@@ -84,8 +94,10 @@ static int before_flush(void *arg) {
     return 0;
 }
 
-static const rserver_ops node_ops = {
-    .dispatch = on_request, .before_flush = before_flush, .on_close = on_close};
+static const rserver_ops node_ops = {.dispatch = on_request,
+                                     .before_flush = before_flush,
+                                     .on_close = on_close,
+                                     .seal_turn = seal_turn};
 
 /* A store that has failed (a write or a WAL flush: store_failed) stops the
  * node as a failed group commit does; the timers' paths used to drop it. */
@@ -152,6 +164,8 @@ void server_stop(server *s, const char *why) {
     if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
     blocking_free(s);
+    node_rep_free(s->rep);
+    s->rep = NULL;
     node_cluster_stop(s, 1); /* tells the coordinator at once: no timeout */
     moves_free(s->mv);
     s->mv = NULL;
@@ -303,6 +317,7 @@ static int server_open(server *s, char *err, size_t cap) {
         if ((rc = move_restore(s->mv)))
             return snprintf(err, cap, "cannot restore partition states"), rc;
         store_set_sweep_filter(s->st, move_sweep_skip, s->mv);
+        if (!(s->rep = node_rep_new(s, &s->secret, s->incarnation, err, cap))) return KEEL_EIO;
     }
     return 0;
 }
@@ -372,6 +387,15 @@ int server_run(const node_config *cfg) {
     if (getrandom(r, sizeof r, 0) == (ssize_t)sizeof r)
         for (int i = 0; i < 20; i++)
             snprintf(s->runid + 2 * i, 3, "%02x", r[i]);
+    /* A new incarnation every start (C3): 64 random bits. */
+    unsigned char inc[8];
+    if (getrandom(inc, sizeof inc, 0) != (ssize_t)sizeof inc) {
+        fprintf(stderr, "keel node: getrandom failed: %s\n", strerror(errno));
+        free(s);
+        return 1;
+    }
+    for (int i = 0; i < 8; i++)
+        snprintf(s->incarnation + 2 * i, 3, "%02x", inc[i]);
     kbuf_init(&s->first_map);
     if (failpoint_load_env(getenv(FAILPOINT_ENV), err, sizeof err)) goto fail_early;
     server_start_signals(s);
@@ -403,6 +427,8 @@ fail:
     fprintf(stderr, "keel node: %s\n", err);
     keel_log(KEEL_LOG_ERROR, "startup_failed", "reason=\"%s\"", err);
     rserver_stop(s->rs);
+    node_rep_free(s->rep);
+    s->rep = NULL;
     node_cluster_stop(s, 0);
     moves_free(s->mv);
     s->mv = NULL;

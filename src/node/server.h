@@ -55,6 +55,8 @@ typedef struct server {
     peerauth_secret secret; /* --coord: the cluster secret */
     int have_secret;
     moves *mv;              /* --coord: the move protocol (move.h) */
+    struct node_rep *rep;   /* --coord: replication (rep_uv.h) */
+    char incarnation[17];   /* this process's, hex (replication contract C3) */
     char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
     FILE *epoch_log;        /* --epoch-log */
     watch_tab *watch;       /* WATCHed keys (multi.c), NULL until the first WATCH */

@@ -151,6 +151,41 @@ static void test_node_states_roundtrip(void **state) {
     assert_non_null(strstr(err, "liveness"));
 }
 
+/* A node's incarnation (issue 11, C3) round-trips; absent reads as "" and
+ * is not written; a value that is not 1..16 lower-case hex digits is
+ * refused with a reason. */
+static void test_node_incarnation_roundtrip(void **state) {
+    (void)state;
+    keel_map m, r;
+    kbuf b;
+    char err[128];
+    kbuf_init(&b);
+    assert_int_equal(keel_map_init(&m, 16), 0);
+    map_node n = {.id = "n1", .host = "h", .port = 7, .incarnation = "0123456789abcdef"};
+    assert_int_equal(keel_map_add(&m, &n), 0);
+    assert_int_equal(keel_map_add_node(&m, "n2", "h", 8), 1);
+    assert_int_equal(keel_map_write_json(&m, 1, &b), 0);
+    kbuf_append(&b, "", 1);
+    assert_non_null(strstr(b.p, "\"incarnation\":\"0123456789abcdef\""));
+    assert_int_equal(keel_map_parse_json(b.p, &r, err, sizeof err), 0);
+    assert_string_equal(r.nodes[0].incarnation, "0123456789abcdef");
+    assert_string_equal(r.nodes[1].incarnation, "");
+    assert_null(strstr(strstr(b.p, "\"n2\""), "incarnation"));
+    keel_map_close(&r);
+    keel_map_close(&m);
+    kbuf_close(&b);
+    const char *bad[] = {"\"\"", "\"0123456789abcdef0\"", "\"ABC\"", "\"12g\"", "12"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char txt[256];
+        snprintf(txt, sizeof txt,
+                 "{\"partitions\":16,\"nodes\":[{\"id\":\"n1\",\"addr\":\"h:1\","
+                 "\"incarnation\":%s}],\"owners\":[]}",
+                 bad[i]);
+        assert_int_equal(keel_map_parse_json(txt, &r, err, sizeof err), KEEL_EINVAL);
+        assert_non_null(strstr(err, "incarnation"));
+    }
+}
+
 /* Bad numbers, ports, ranges and shapes are refused with a reason. */
 static void test_parse_refusals(void **state) {
     (void)state;
@@ -394,6 +429,7 @@ int main(void) {
         cmocka_unit_test(test_unknown_fields_ignored),
         cmocka_unit_test(test_parse_refusals),
         cmocka_unit_test(test_node_states_roundtrip),
+        cmocka_unit_test(test_node_incarnation_roundtrip),
         cmocka_unit_test(test_replicas_roundtrip),
         cmocka_unit_test(test_old_format_reads_as_rf1),
         cmocka_unit_test(test_replica_refusals),

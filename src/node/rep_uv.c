@@ -1,0 +1,643 @@
+/* rep_uv.c - the replication engines' production binding; see rep_uv.h.
+ *
+ * Pieces, in the order a write meets them:
+ *   routing   node_rep_route (cmd.c's cmd_route): rep_write_check /
+ *             rep_read_check for RF > 1 partitions, follower reads for
+ *             READONLY connections; a write marks its partition touched.
+ *   the turn  node_rep_seal (rserver ops.seal_turn, after the group
+ *             commit): rep_turn_end gives the turn's batches positions and
+ *             streams them; the turn is sealed under a token with the
+ *             (partition, position, epoch) it must see committed.
+ *   release   env->committed -> try_release: sealed turns leave in order
+ *             (rserver_release) once every pair is committed.
+ *   drop      on_tick: a sealed turn that can never commit is dropped.
+ * Peer transport: struct rlink, one per peer id (outgoing peerlink and
+ * queue, and the id of the newest incoming connection from that peer).
+ */
+#include "node/rep_uv.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "net/peerlink.h"
+#include "node/coordlink.h"
+#include "node/server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LINK_QUEUE_MAX (64u << 20) /* queued bytes to one peer before the link is reset */
+#define MSG_ARGS_MAX 8             /* the largest KEEL.REP.* message (SNAP) */
+#define HB_DEFAULT_MS 1000         /* coordlink's pace without RF > 1 partitions */
+#define DEFAULT_LEASE_MS 2000      /* the coordinator's replica_lease_ms default */
+
+typedef struct rlink {
+    node_rep *nr;
+    char id[KEEL_ID_MAX + 1];
+    peerlink *pl;
+    int ready, dead; /* dead: went down; closed and told at the next tick */
+    kbuf q;          /* queued messages: [u32 argc] then argc x [u32 len][bytes] */
+    uint64_t in_client; /* the newest incoming connection from this peer (client id) */
+} rlink;
+
+typedef struct seal_pair {
+    unsigned p;
+    uint64_t pos, epoch;
+} seal_pair;
+
+typedef struct sealed_turn {
+    uint64_t token, since_us;
+    size_t n;
+    seal_pair *pairs;
+} sealed_turn;
+
+struct node_rep {
+    server *s;
+    rep *eng;
+    peerauth_secret secret;
+    char inc[NODE_REP_INCARNATION_HEX + 1];
+    int fresh;
+    uv_timer_t tick;
+    rlink **links;
+    size_t nlinks;
+    unsigned np;
+    uint8_t *rf; /* replicas of each partition in the installed map */
+    int any_rf;  /* some partition has RF > 1 */
+    uint64_t lease_ms;
+    /* The turn: partitions written under a passed rep_write_check. */
+    uint32_t *touched; /* turn_gen when last touched */
+    uint32_t turn_gen;
+    unsigned *tlist;
+    size_t ntl;
+    /* Sealed turns, oldest first. */
+    sealed_turn *seals;
+    size_t nseals, capseals;
+    uint64_t next_token;
+    int maybe_release;
+    node_rep_stats st;
+};
+
+/* ---- Failure ------------------------------------------------------------- */
+
+/* An engine call failed: a store error (the engines' contract: the node
+ * stops), as a failed group commit stops it. */
+static void fatal(node_rep *nr, const char *what, int rc) {
+    keel_log(KEEL_LOG_ERROR, "replication_failed", "step=%s error=\"%s\" action=exit", what,
+             keel_strerror(rc));
+    if (nr->s->epoch_log) fflush(nr->s->epoch_log);
+    _exit(2);
+}
+
+/* ---- Links ----------------------------------------------------------------- */
+
+static rlink *link_find(node_rep *nr, const char *id) {
+    for (size_t i = 0; i < nr->nlinks; i++)
+        if (strcmp(nr->links[i]->id, id) == 0) return nr->links[i];
+    return NULL;
+}
+
+static rlink *link_get(node_rep *nr, const char *id) {
+    rlink *l = link_find(nr, id);
+    if (l) return l;
+    if (strlen(id) > KEEL_ID_MAX) return NULL;
+    rlink **nl = realloc(nr->links, (nr->nlinks + 1) * sizeof *nl);
+    if (!nl) return NULL;
+    nr->links = nl;
+    if (!(l = calloc(1, sizeof *l))) return NULL;
+    l->nr = nr;
+    snprintf(l->id, sizeof l->id, "%s", id);
+    kbuf_init(&l->q);
+    nr->links[nr->nlinks++] = l;
+    return l;
+}
+
+static void on_link_ready(void *arg, peerlink *pl) {
+    (void)pl;
+    rlink *l = arg;
+    l->ready = 1; /* the queue leaves at the next flush point (after a sync) */
+}
+
+static void on_link_down(void *arg, peerlink *pl, const char *why) {
+    (void)pl;
+    rlink *l = arg;
+    if (l->dead) return;
+    keel_log(KEEL_LOG_INFO, "rep_link_down", "peer=%s reason=\"%s\"", l->id, why ? why : "");
+    l->dead = 1;
+    l->ready = 0;
+    l->q.len = 0;
+    l->nr->st.links_down++;
+}
+
+/* Closes a dead (or reset) link and tells the engine: messages may have
+ * been lost. Never from inside the engine. */
+static void link_settle(node_rep *nr, rlink *l) {
+    if (!l->dead) return;
+    peerlink_close(l->pl);
+    l->pl = NULL;
+    l->dead = l->ready = 0;
+    l->q.len = 0;
+    rep_peer_down(nr->eng, l->id);
+}
+
+static int link_open(node_rep *nr, rlink *l) {
+    const keel_map *m = ptable_map(nr->s->pt);
+    int k = keel_map_find_node(m, l->id);
+    if (k < 0) return -1; /* not in the map: nowhere to send */
+    static const peerlink_cbs cbs = {.on_ready = on_link_ready, .on_down = on_link_down};
+    l->pl = peerlink_open(nr->s->loop, m->nodes[k].host, m->nodes[k].port, nr->s->cfg.id, l->id,
+                          &nr->secret, &cbs, l);
+    return l->pl ? 0 : -1;
+}
+
+static int put_u32(kbuf *b, size_t v) {
+    unsigned char x[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 8), (unsigned char)v};
+    return kbuf_append(b, x, 4);
+}
+
+static size_t get_u32(const char *p) {
+    const unsigned char *x = (const unsigned char *)p;
+    return (size_t)x[0] << 24 | (size_t)x[1] << 16 | (size_t)x[2] << 8 | x[3];
+}
+
+/* Sends l's queue, in order, if the link is ready. */
+static void link_flush(node_rep *nr, rlink *l) {
+    if (!l->ready || l->dead || !l->q.len) return;
+    size_t off = 0;
+    while (off + 4 <= l->q.len) {
+        int argc = (int)get_u32(l->q.p + off);
+        const char *argv[MSG_ARGS_MAX];
+        size_t len[MSG_ARGS_MAX];
+        size_t o = off + 4;
+        for (int i = 0; i < argc; i++) {
+            len[i] = get_u32(l->q.p + o);
+            argv[i] = l->q.p + o + 4;
+            o += 4 + len[i];
+        }
+        if (peerlink_send(l->pl, NULL, NULL, argc, argv, len)) {
+            l->dead = 1; /* cannot happen while ready; treated as a loss */
+            break;
+        }
+        nr->st.msgs_out++;
+        off = o;
+    }
+    l->q.len = 0;
+}
+
+static void flush_all(node_rep *nr) {
+    for (size_t i = 0; i < nr->nlinks; i++)
+        link_flush(nr, nr->links[i]);
+}
+
+/* ---- The environment ----------------------------------------------------- */
+
+static uint64_t e_now_us(void *ctx) {
+    (void)ctx;
+    return keel_mono_us();
+}
+
+/* Queued: leaves at the next flush point, after the turn's store_sync. */
+static int e_send(void *ctx, const char *peer, int argc, const char **argv, const size_t *len) {
+    node_rep *nr = ctx;
+    rlink *l = link_get(nr, peer);
+    if (!l || argc > MSG_ARGS_MAX || l->dead) {
+        nr->st.msgs_dropped++;
+        return -1;
+    }
+    if (!l->pl && link_open(nr, l)) {
+        nr->st.msgs_dropped++;
+        return -1;
+    }
+    size_t need = 4;
+    for (int i = 0; i < argc; i++)
+        need += 4 + len[i];
+    if (l->q.len + need > LINK_QUEUE_MAX) { /* a peer this far behind: reset, it resubscribes */
+        keel_log(KEEL_LOG_WARN, "rep_link_reset", "peer=%s reason=queue-full bytes=%zu", l->id,
+                 l->q.len);
+        l->dead = 1;
+        l->q.len = 0;
+        nr->st.msgs_dropped++;
+        return -1;
+    }
+    int bad = kbuf_reserve(&l->q, need) || put_u32(&l->q, (size_t)argc);
+    for (int i = 0; i < argc && !bad; i++)
+        bad = put_u32(&l->q, len[i]) || (len[i] && kbuf_append(&l->q, argv[i], len[i]));
+    if (bad) { /* out of memory: the partial message must not leave */
+        l->dead = 1;
+        l->q.len = 0;
+        nr->st.msgs_dropped++;
+        return -1;
+    }
+    return 0;
+}
+
+static void e_report(void *ctx, int argc, const char **argv, const size_t *len) {
+    node_rep *nr = ctx;
+    if (nr->s->link) (void)coordlink_send(nr->s->link, argc, argv, len);
+}
+
+static void e_committed(void *ctx, unsigned p, uint64_t pos) {
+    (void)p, (void)pos;
+    node_rep *nr = ctx;
+    nr->maybe_release = 1;
+}
+
+/* ---- Sealed turns ---------------------------------------------------------- */
+
+static int pair_committed(node_rep *nr, const seal_pair *sp) {
+    return rep_role(nr->eng, sp->p) == REP_LEADER && rep_epoch(nr->eng, sp->p) == sp->epoch &&
+           rep_committed(nr->eng, sp->p) >= sp->pos;
+}
+
+static int pair_lost(node_rep *nr, const seal_pair *sp) {
+    return rep_role(nr->eng, sp->p) != REP_LEADER || rep_epoch(nr->eng, sp->p) != sp->epoch;
+}
+
+static void seals_pop(node_rep *nr, size_t k) {
+    for (size_t i = 0; i < k; i++)
+        free(nr->seals[i].pairs);
+    memmove(nr->seals, nr->seals + k, (nr->nseals - k) * sizeof *nr->seals);
+    nr->nseals -= k;
+}
+
+static void try_release(node_rep *nr) {
+    nr->maybe_release = 0;
+    size_t k = 0;
+    while (k < nr->nseals) {
+        sealed_turn *t = &nr->seals[k];
+        size_t i = 0;
+        while (i < t->n && pair_committed(nr, &t->pairs[i]))
+            i++;
+        if (i < t->n) break;
+        k++;
+    }
+    if (!k) return;
+    uint64_t token = nr->seals[k - 1].token;
+    seals_pop(nr, k);
+    nr->st.released_turns += k;
+    rserver_release(nr->s->rs, token);
+}
+
+/* Sealed turns that can never commit: the node no longer leads a partition
+ * in the epoch the turn wrote in, or its lease has been gone for two lease
+ * lengths (the coordinator may have moved the leadership). Their clients
+ * are closed unanswered: no reply claims a write that may be lost. */
+static void check_drop(node_rep *nr, uint64_t now) {
+    if (!nr->nseals) return;
+    int drop = 0;
+    for (size_t k = 0; k < nr->nseals && !drop; k++) {
+        sealed_turn *t = &nr->seals[k];
+        for (size_t i = 0; i < t->n && !drop; i++) {
+            const seal_pair *sp = &t->pairs[i];
+            if (pair_committed(nr, sp)) continue;
+            drop = pair_lost(nr, sp) ||
+                   (rep_read_check(nr->eng, sp->p) == REP_ENOLEASE &&
+                    now - t->since_us > 2 * nr->lease_ms * 1000ull);
+        }
+    }
+    if (!drop) return;
+    size_t n = rserver_drop_sealed(nr->s->rs);
+    keel_log(KEEL_LOG_WARN, "rep_sealed_dropped", "turns=%zu clients=%zu", nr->nseals, n);
+    nr->st.dropped_turns += nr->nseals;
+    nr->st.dropped_clients += n;
+    seals_pop(nr, nr->nseals);
+}
+
+uint64_t node_rep_seal(node_rep *nr) {
+    if (!nr) return 0;
+    int rc = rep_turn_end(nr->eng);
+    if (rc) fatal(nr, "turn_end", rc);
+    uint64_t token = 0;
+    if (nr->ntl) {
+        seal_pair *pairs = malloc(nr->ntl * sizeof *pairs);
+        size_t n = 0;
+        for (size_t i = 0; pairs && i < nr->ntl; i++) {
+            unsigned p = nr->tlist[i];
+            if (rep_role(nr->eng, p) != REP_LEADER) continue; /* cannot be: checked this turn */
+            seal_pair sp = {p, rep_end(nr->eng, p), rep_epoch(nr->eng, p)};
+            if (!pair_committed(nr, &sp)) pairs[n++] = sp;
+        }
+        if (!pairs) fatal(nr, "seal", KEEL_ENOMEM); /* a reply must not leave unsealed */
+        if (n && nr->nseals == nr->capseals) {
+            size_t cap = nr->capseals ? 2 * nr->capseals : 16;
+            sealed_turn *ns = realloc(nr->seals, cap * sizeof *ns);
+            if (!ns) fatal(nr, "seal", KEEL_ENOMEM);
+            nr->seals = ns, nr->capseals = cap;
+        }
+        if (n) {
+            token = ++nr->next_token;
+            nr->seals[nr->nseals++] =
+                (sealed_turn){.token = token, .since_us = keel_mono_us(), .n = n, .pairs = pairs};
+            nr->st.sealed_turns++;
+        } else {
+            free(pairs);
+        }
+        nr->ntl = 0;
+    }
+    nr->turn_gen++;
+    flush_all(nr);
+    if (nr->maybe_release) try_release(nr);
+    return token;
+}
+
+/* ---- The tick -------------------------------------------------------------- */
+
+static void on_tick(uv_timer_t *t) {
+    node_rep *nr = t->data;
+    for (size_t i = 0; i < nr->nlinks; i++)
+        link_settle(nr, nr->links[i]);
+    int rc = rep_tick(nr->eng);
+    if (rc) fatal(nr, "tick", rc);
+    /* Writes made outside a turn (expiry) reach a batch too; and what the
+     * tick sends leaves only after a sync, like a turn's messages. */
+    if ((rc = store_sync(nr->s->st, NULL))) fatal(nr, "tick_sync", rc);
+    if ((rc = rep_turn_end(nr->eng))) fatal(nr, "tick_turn_end", rc);
+    flush_all(nr);
+    try_release(nr);
+    check_drop(nr, keel_mono_us());
+}
+
+/* ---- Map ------------------------------------------------------------------- */
+
+int node_rep_is_replicated(const node_rep *nr, unsigned p) {
+    return nr && p < nr->np && nr->rf[p] > 1;
+}
+
+int node_rep_fresh(const node_rep *nr) {
+    return !nr || nr->fresh;
+}
+
+int node_rep_map_changed(node_rep *nr) {
+    if (!nr) return 0;
+    const keel_map *m = ptable_map(nr->s->pt);
+    int self = ptable_self_index(nr->s->pt);
+    int own_inc = self >= 0 && strcmp(m->nodes[self].incarnation, nr->inc) == 0;
+    if (own_inc && nr->fresh) {
+        nr->fresh = 0;
+        keel_log(KEEL_LOG_INFO, "rep_incarnation_listed", "incarnation=%s version=%llu", nr->inc,
+                 (unsigned long long)m->version);
+    }
+    nr->lease_ms = m->lease_ms ? m->lease_ms : DEFAULT_LEASE_MS;
+    rep_set_lease_ms(nr->eng, (unsigned)nr->lease_ms);
+    int any = 0;
+    for (unsigned p = 0; p < nr->np && p < m->partitions; p++) {
+        map_rep mr;
+        keel_map_get_rep(m, p, &mr);
+        nr->rf[p] = mr.n;
+        rep_config c = {.leader_epoch = mr.leader_epoch, .part_epoch = mr.partition_epoch};
+        if (mr.n <= 1) { /* RF 1 (C1): the engine lets go of what it had */
+            if (rep_role(nr->eng, p) == REP_NONE) continue;
+        } else if (mr.n > REP_RF_MAX) {
+            keel_log(KEEL_LOG_ERROR, "rep_rf_unsupported", "partition=%u replicas=%u max=%d", p,
+                     mr.n, REP_RF_MAX);
+            continue;
+        } else {
+            any = 1;
+            /* C3: leadership given to another life of this node is not ours. */
+            if (mr.node[0] == self && !own_inc) continue;
+            c.leader = m->nodes[mr.node[0]].id;
+            for (unsigned i = 0; i < mr.n; i++) {
+                c.replicas[c.nreplicas++] = m->nodes[mr.node[i]].id;
+                if ((mr.isr >> i) & 1) c.isr[c.nisr++] = m->nodes[mr.node[i]].id;
+            }
+            c.min_insync = m->min_insync ? (int)m->min_insync : 1;
+        }
+        int rc = rep_configure(nr->eng, p, &c);
+        if (rc) return rc;
+    }
+    nr->any_rf = any;
+    if (nr->s->link) {
+        int hb = HB_DEFAULT_MS;
+        if (any) { /* several renewals per lease */
+            hb = (int)(nr->lease_ms / 4);
+            if (hb < 50) hb = 50;
+            if (hb > HB_DEFAULT_MS) hb = HB_DEFAULT_MS;
+        }
+        coordlink_set_heartbeat_ms(nr->s->link, hb);
+    }
+    nr->maybe_release = 1;
+    try_release(nr);
+    return 0;
+}
+
+void node_rep_lease(node_rep *nr, int lease, uint64_t version, uint64_t sent_us) {
+    if (!nr || !nr->any_rf) return;
+    const keel_map *m = ptable_map(nr->s->pt);
+    if (!lease || m->version != version) {
+        nr->st.lease_denied++;
+        return;
+    }
+    int self = ptable_self_index(nr->s->pt);
+    for (unsigned p = 0; p < nr->np && p < m->partitions; p++) {
+        if (nr->rf[p] <= 1) continue;
+        map_rep mr;
+        keel_map_get_rep(m, p, &mr);
+        if (mr.node[0] == self) rep_lease(nr->eng, p, mr.leader_epoch, sent_us);
+    }
+    nr->st.leases++;
+}
+
+/* ---- Routing --------------------------------------------------------------- */
+
+int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly, kbuf *out,
+                   int *follower_read) {
+    *follower_read = 0;
+    if (!nr || p >= nr->np || nr->rf[p] <= 1) return serve ? NODE_REP_SERVE : NODE_REP_PTABLE;
+    if (!serve) {
+        if (write || !readonly || rep_role(nr->eng, p) != REP_FOLLOWER) return NODE_REP_PTABLE;
+        *follower_read = 1;
+        nr->st.follower_reads++;
+        return NODE_REP_SERVE;
+    }
+    int rc = write ? rep_write_check(nr->eng, p) : rep_read_check(nr->eng, p);
+    switch (rc) {
+    case REP_OK:
+        if (write && nr->touched[p] != nr->turn_gen + 1) {
+            nr->touched[p] = nr->turn_gen + 1;
+            nr->tlist[nr->ntl++] = p;
+        }
+        return NODE_REP_SERVE;
+    case REP_ENOREPLICAS:
+        nr->st.noreplicas++;
+        resp_w_error(out, "NOREPLICAS Not enough good replicas to write.");
+        return NODE_REP_REPLIED;
+    default: /* no lease, or the map's leadership is not this incarnation's yet */
+        nr->st.tryagain++;
+        resp_w_error(out, "TRYAGAIN partition leader has no lease; retry");
+        return NODE_REP_REPLIED;
+    }
+}
+
+/* ---- Peer commands ---------------------------------------------------------- */
+
+void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer, int argc,
+                           char **argv, const size_t *len, kbuf *out) {
+    rlink *l = link_get(nr, peer);
+    if (!l) {
+        resp_w_error(out, "ERR out of memory");
+        return;
+    }
+    if (client_id < l->in_client) { /* an older connection than the peer's newest */
+        resp_w_simple(out, "OK");
+        return;
+    }
+    if (client_id > l->in_client) {
+        /* A new connection: what the peer sent on its previous one may
+         * not all have arrived. */
+        if (l->in_client) rep_peer_down(nr->eng, peer);
+        l->in_client = client_id;
+    }
+    nr->st.msgs_in++;
+    int rc = rep_message(nr->eng, peer, argc, (const char **)argv, len);
+    if (rc == KEEL_EPROTO) {
+        keel_log(KEEL_LOG_DEBUG, "rep_bad_message", "peer=%s cmd=%.32s", peer, argv[0]);
+        resp_w_error(out, "ERR bad replication message");
+        return;
+    }
+    if (rc) fatal(nr, "message", rc);
+    if (nr->maybe_release) try_release(nr);
+    resp_w_simple(out, "OK");
+}
+
+void node_rep_peer_closed(node_rep *nr, uint64_t client_id, const char *peer) {
+    if (!nr || !peer) return;
+    rlink *l = link_find(nr, peer);
+    if (l && l->in_client == client_id) rep_peer_down(nr->eng, peer);
+}
+
+/* ---- Life ------------------------------------------------------------------- */
+
+node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *incarnation,
+                       char *err, size_t cap) {
+    node_rep *nr = calloc(1, sizeof *nr);
+    if (!nr) return snprintf(err, cap, "out of memory"), NULL;
+    nr->s = s;
+    nr->secret = *secret;
+    nr->fresh = 1;
+    nr->lease_ms = DEFAULT_LEASE_MS;
+    snprintf(nr->inc, sizeof nr->inc, "%s", incarnation);
+    nr->np = ptable_partitions(s->pt);
+    nr->rf = calloc(nr->np, 1);
+    nr->touched = calloc(nr->np, sizeof *nr->touched);
+    nr->tlist = calloc(nr->np, sizeof *nr->tlist);
+    rep_env env = {.ctx = nr,
+                   .st = s->st,
+                   .self_id = s->cfg.id,
+                   .partitions = nr->np,
+                   .now_us = e_now_us,
+                   .send = e_send,
+                   .report = e_report,
+                   .committed = e_committed};
+    if (!nr->rf || !nr->touched || !nr->tlist || !(nr->eng = rep_new(&env, 0))) {
+        snprintf(err, cap, "out of memory starting replication");
+        goto fail;
+    }
+    int rc = rep_restore(nr->eng);
+    if (rc) {
+        snprintf(err, cap, "cannot restore the replication records: %s", keel_strerror(rc));
+        goto fail;
+    }
+    if ((rc = node_rep_map_changed(nr))) {
+        snprintf(err, cap, "cannot configure replication: %s", keel_strerror(rc));
+        goto fail;
+    }
+    uv_timer_init(s->loop, &nr->tick);
+    nr->tick.data = nr;
+    uv_timer_start(&nr->tick, on_tick, REP_TICK_MS, REP_TICK_MS);
+    return nr;
+fail:
+    rep_free(nr->eng);
+    free(nr->rf);
+    free(nr->touched);
+    free(nr->tlist);
+    peerauth_secret_wipe(&nr->secret);
+    free(nr);
+    return NULL;
+}
+
+static void tick_closed(uv_handle_t *h) {
+    free(h->data);
+}
+
+void node_rep_free(node_rep *nr) {
+    if (!nr) return;
+    for (size_t i = 0; i < nr->nlinks; i++) {
+        peerlink_close(nr->links[i]->pl);
+        kbuf_close(&nr->links[i]->q);
+        free(nr->links[i]);
+    }
+    free(nr->links);
+    seals_pop(nr, nr->nseals);
+    free(nr->seals);
+    rep_free(nr->eng);
+    free(nr->rf);
+    free(nr->touched);
+    free(nr->tlist);
+    peerauth_secret_wipe(&nr->secret);
+    uv_timer_stop(&nr->tick);
+    uv_close((uv_handle_t *)&nr->tick, tick_closed);
+}
+
+void node_rep_get_stats(node_rep *nr, node_rep_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!nr) return;
+    *out = nr->st;
+    rep_get_stats(nr->eng, &out->eng);
+    if (nr->s->rs) rserver_sealed_stats(nr->s->rs, &out->sealed_bytes, &out->sealed_clients);
+    out->pending_turns = nr->nseals;
+    for (unsigned p = 0; p < nr->np; p++) {
+        if (nr->rf[p] <= 1) continue;
+        map_role r = ptable_role(nr->s->pt, p);
+        if (r == MAP_ROLE_LEADER) {
+            out->leader++;
+            uint64_t lag = rep_end(nr->eng, p) - rep_committed(nr->eng, p);
+            if (rep_role(nr->eng, p) == REP_LEADER && lag > out->max_lag) out->max_lag = lag;
+        } else if (r == MAP_ROLE_FOLLOWER)
+            out->follower++;
+        else if (r == MAP_ROLE_LAGGING)
+            out->lagging++;
+    }
+}
+
+rep *node_rep_engine(node_rep *nr) {
+    return nr ? nr->eng : NULL;
+}
+
+void node_rep_info_replication(node_rep *nr, kbuf *b) {
+    if (!nr) return;
+    node_rep_stats st;
+    node_rep_get_stats(nr, &st);
+    kbuf_printf(b,
+                "keel_rep_partitions_leader:%u\r\nkeel_rep_partitions_follower:%u\r\n"
+                "keel_rep_partitions_lagging:%u\r\nkeel_rep_max_uncommitted_batches:%llu\r\n"
+                "keel_rep_sealed_turns_waiting:%zu\r\n",
+                st.leader, st.follower, st.lagging, (unsigned long long)st.max_lag,
+                st.pending_turns);
+}
+
+void node_rep_info_keel(node_rep *nr, kbuf *b) {
+    if (!nr) return;
+    node_rep_stats st;
+    node_rep_get_stats(nr, &st);
+    kbuf_printf(b,
+                "rep_incarnation:%s\r\nrep_fresh:%d\r\nrep_lease_ms:%llu\r\n"
+                "rep_batches_sent:%llu\r\nrep_batches_applied:%llu\r\nrep_copies_sent:%llu\r\n"
+                "rep_copies_received:%llu\r\nrep_truncations:%llu\r\nrep_isr_proposals:%llu\r\n"
+                "rep_sealed_turns:%llu\r\nrep_released_turns:%llu\r\nrep_dropped_turns:%llu\r\n"
+                "rep_dropped_clients:%llu\r\nrep_sealed_bytes:%zu\r\nrep_sealed_clients:%zu\r\n"
+                "rep_tryagain:%llu\r\nrep_noreplicas:%llu\r\nrep_follower_reads:%llu\r\n"
+                "rep_msgs_out:%llu\r\nrep_msgs_in:%llu\r\nrep_msgs_dropped:%llu\r\n"
+                "rep_links_down:%llu\r\nrep_leases:%llu\r\nrep_leases_denied:%llu\r\n",
+                nr->inc, nr->fresh, (unsigned long long)nr->lease_ms,
+                (unsigned long long)st.eng.batches_sent, (unsigned long long)st.eng.batches_applied,
+                (unsigned long long)st.eng.copies_sent, (unsigned long long)st.eng.copies_received,
+                (unsigned long long)st.eng.truncations, (unsigned long long)st.eng.isr_proposals,
+                (unsigned long long)st.sealed_turns, (unsigned long long)st.released_turns,
+                (unsigned long long)st.dropped_turns, (unsigned long long)st.dropped_clients,
+                st.sealed_bytes, st.sealed_clients, (unsigned long long)st.tryagain,
+                (unsigned long long)st.noreplicas, (unsigned long long)st.follower_reads,
+                (unsigned long long)st.msgs_out, (unsigned long long)st.msgs_in,
+                (unsigned long long)st.msgs_dropped, (unsigned long long)st.links_down,
+                (unsigned long long)st.leases, (unsigned long long)st.lease_denied);
+}

@@ -1,0 +1,120 @@
+/* rep_uv.h - the production binding of the replication engines
+ * (rep_engine.h over rep_env.h; docs/replication.md "Step 3 as built").
+ *
+ * One node_rep per node process in a coordinated cluster. It owns the
+ * engine and gives it what the simulator (tests/sim/repsim.c) gives it:
+ *
+ *   time      keel_mono_us; rep_tick every REP_TICK_MS on a libuv timer
+ *   peers     one outgoing peerlink per peer (KEEL.AUTH, as the move data
+ *             path), opened on the first message; messages queue while it
+ *             connects and leave in order. A link that goes down drops its
+ *             queue and calls rep_peer_down; so does the close of a peer's
+ *             incoming connection, and a message on a newer incoming
+ *             connection than the last one (messages may have been lost),
+ *             while messages on an older one are ignored. So "in order or
+ *             not at all, and a loss is told" holds on both sides.
+ *   group     every message the engine sends is queued and leaves only
+ *   commit    after the turn's store_sync (node_rep_seal, or the tick after
+ *             its own store_sync): a follower's ACK never precedes the
+ *             durability of what it acknowledges.
+ *   coord     env->report -> KEEL.REP.ISR over the coordinator link.
+ *   replies   a turn that wrote to an RF > 1 partition it leads is sealed
+ *             (rserver ops.seal_turn) until rep_committed reaches the
+ *             turn's position in every such partition; rserver_release
+ *             then lets the replies go, in turn order. Sealed turns that
+ *             can never commit (no longer leader in that epoch, or the
+ *             lease lost for longer than two leases) are dropped with
+ *             rserver_drop_sealed: their clients are disconnected, no reply
+ *             claims success.
+ *
+ * RF 1 partitions (contract C1) never reach the engine: no check, no seal.
+ *
+ * Threads: the node's loop thread.
+ */
+#ifndef KEEL_REP_UV_H
+#define KEEL_REP_UV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/mapcodec.h"
+#include "core/peerauth.h"
+#include "node/rep_engine.h"
+
+typedef struct server server;
+typedef struct client client;
+typedef struct node_rep node_rep;
+
+#define NODE_REP_INCARNATION_HEX 16
+
+/* What node_rep_route says about a keyed command. */
+enum {
+    NODE_REP_SERVE = 0,  /* go on (an RF 1 partition, or the checks passed) */
+    NODE_REP_REPLIED = 1, /* an error was appended to out (-TRYAGAIN, -NOREPLICAS) */
+    NODE_REP_PTABLE = 2   /* not served here: route as ptable says (-MOVED) */
+};
+
+/* Counters for INFO keel (and the binding's own). */
+typedef struct node_rep_stats {
+    rep_stats eng;
+    uint64_t sealed_turns, released_turns, dropped_turns, dropped_clients;
+    uint64_t tryagain, noreplicas, follower_reads;
+    uint64_t msgs_out, msgs_in, msgs_dropped, links_down;
+    uint64_t leases, lease_denied;
+    size_t sealed_bytes, sealed_clients, pending_turns;
+    unsigned leader, follower, lagging; /* RF > 1 partitions by this node's role */
+    uint64_t max_lag; /* the largest end - committed over partitions led */
+} node_rep_stats;
+
+/* Creates the engine over s's store (s->pt must exist), restores every
+ * partition's record (rep_restore) and configures from the installed map.
+ * incarnation: this process's (hex). Returns NULL with a reason in err. */
+node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *incarnation,
+                       char *err, size_t cap);
+/* Stops the timer and every link; frees once the loop has closed them. */
+void node_rep_free(node_rep *nr);
+
+/* The installed map changed: rep_configure for every RF > 1 partition
+ * (C3: a partition this node leads only if the map shows its own
+ * incarnation), lease length and heartbeat pace. Returns 0, or a KEEL_E* of
+ * the store (the caller stops the node). */
+int node_rep_map_changed(node_rep *nr);
+/* 1 while no installed map has listed this process's incarnation. */
+int node_rep_fresh(const node_rep *nr);
+
+/* Routing of a keyed command of partition p that ptable would serve
+ * (serve = 1) or send elsewhere (serve = 0). write: the command may write.
+ * readonly: the connection said READONLY. Returns NODE_REP_SERVE,
+ * NODE_REP_REPLIED after appending the error to out, or NODE_REP_PTABLE
+ * (serve = 0 and no follower read); *follower_read is set to 1 when a
+ * follower serves the read. */
+int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly, kbuf *out,
+                   int *follower_read);
+/* 1 if partition p has more than one replica in the installed map. */
+int node_rep_is_replicated(const node_rep *nr, unsigned p);
+
+/* rserver ops.seal_turn: runs rep_turn_end (the turn's store_sync is done),
+ * flushes the queued messages and returns the turn's seal token, or 0. */
+uint64_t node_rep_seal(node_rep *nr);
+
+/* A heartbeat reply's lease (C2): renews every RF > 1 partition this node
+ * leads in the installed map when lease == 1 and that map's version ==
+ * version. */
+void node_rep_lease(node_rep *nr, int lease, uint64_t version, uint64_t sent_us);
+
+/* A KEEL.REP.* command from an authenticated peer (peer_id) on connection
+ * c (client_id): appends one reply to out. */
+void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer_id, int argc,
+                           char **argv, const size_t *len, kbuf *out);
+/* An authenticated peer's connection closed. */
+void node_rep_peer_closed(node_rep *nr, uint64_t client_id, const char *peer_id);
+
+void node_rep_get_stats(node_rep *nr, node_rep_stats *out);
+/* INFO lines ("keel_rep_*" in # Replication: partitions by role and the
+ * largest uncommitted lag; "rep_*" counters in # Keel). NULL nr (no
+ * cluster) writes nothing. */
+void node_rep_info_replication(node_rep *nr, kbuf *b);
+void node_rep_info_keel(node_rep *nr, kbuf *b);
+rep *node_rep_engine(node_rep *nr);
+
+#endif
