@@ -983,6 +983,18 @@ void coord_render_metrics(void *arg, kbuf *b) {
     counter(b, "keel_moves_committed_total", "Moves whose new owner became durable.",
             mc.committed_total);
     counter(b, "keel_moves_aborted_total", "Moves aborted.", mc.aborted_total);
+    coord_repmove_counts rc; /* RF > 1: add-then-remove moves and transfers */
+    coord_repmoves_counts(co, &rc);
+    gauge(b, "keel_replica_moves_in_flight", "Replica moves (RF > 1) under way.",
+          (double)coord_repmoves_in_flight(co));
+    counter(b, "keel_replica_moves_started_total", "Replica moves started.", rc.started);
+    counter(b, "keel_replica_moves_done_total", "Replica moves done.", rc.done);
+    counter(b, "keel_replica_moves_aborted_total", "Replica moves aborted.", rc.aborted);
+    counter(b, "keel_leadership_transfers_total", "Clean leadership transfers committed.",
+            rc.transfers);
+    gauge(b, "keel_leadership_transfer_max_seconds",
+          "Longest transfer: RESIGN sent to the leader change committed.",
+          rc.max_transfer_ms / 1000.0);
     counter(b, "keel_move_bytes_total", "Bytes copied by moves, as destinations reported them.",
             mc.bytes_total);
     family(b, "keel_move_write_pause_seconds", "histogram",
