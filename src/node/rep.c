@@ -125,6 +125,7 @@ rep *rep_new(const rep_env *env, unsigned mutations) {
     r->env = *env;
     r->mutations = mutations;
     r->lease_ms = REP_LEASE_MS;
+    r->capture = -1;
     r->nparts = env->partitions;
     r->parts = calloc(r->nparts, sizeof *r->parts);
     if (!r->parts) {
@@ -151,6 +152,8 @@ void rep_free(rep *r) {
         kbuf_close(&pp->pend);
         free(pp->log);
     }
+    if (r->capture >= 0 && store_capture_stop(r->env.st, r->capture))
+        keel_log(KEEL_LOG_ERROR, "rep_capture_stop_failed", "shared=1");
     free(r->parts);
     free(r);
 }
@@ -283,6 +286,15 @@ uint64_t rep_committed(const rep *r, unsigned p) {
 uint64_t rep_epoch(const rep *r, unsigned p) {
     return p < r->nparts ? r->parts[p].epoch : 0;
 }
+uint64_t rep_peer_acked(const rep *r, unsigned p, const char *peer) {
+    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return 0;
+    const rep_part *pp = &r->parts[p];
+    for (int i = 0; i < pp->npeers; i++)
+        if (strcmp(pp->peers[i].id, peer) == 0)
+            return pp->peers[i].streaming ? pp->peers[i].acked : 0;
+    return 0;
+}
+
 int rep_role(const rep *r, unsigned p) {
     return p < r->nparts ? r->parts[p].role : REP_NONE;
 }

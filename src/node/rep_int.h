@@ -55,7 +55,7 @@ typedef struct rep_part {
     rep_ec ec[REP_EC_MAX];
     int nec;
     /* Leader. */
-    int capture;
+    int capture; /* >= 0: this partition's writes are captured (the shared capture) */
     kbuf pend; /* this turn's records */
     rep_batch *log;
     size_t nlog, caplog; /* retained batches, positions log[0].pos.. end */
@@ -77,6 +77,10 @@ struct rep {
     rep_env env;
     unsigned mutations;
     uint64_t lease_ms; /* rep_set_lease_ms; REP_LEASE_MS until set */
+    /* One change capture over every slot, shared by the partitions led (the
+     * store has 8 capture handles; a node may lead hundreds of partitions).
+     * Started at the first leader_start; -1 until then. */
+    int capture;
     unsigned nparts;
     rep_part *parts;
     rep_stats st;

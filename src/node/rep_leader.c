@@ -1,7 +1,7 @@
 /* rep_leader.c - the leader's half of replication (rep_engine.h; DESIGN §12).
  *
  *   leader_start: epoch-cache entry (e, end+1) persisted, change capture of
- *   the partition's slots on. Each turn: the captured records become batch
+ *   the partition's slots on (one shared store capture; rep_int.h). Each turn: the captured records become batch
  *   end+1 (rep/<p> persisted: lo = end+1, hi = end+2, since the next turn's
  *   data reaches the disk before its own record), retained in the log and
  *   sent to every streaming follower, at most REP_WINDOW ahead of its ack.
@@ -47,10 +47,15 @@ static rep_peer *peer_find(rep_part *pp, const char *id) {
 
 #define in_isr rep_in_isr
 
-/* Capture callback: runs inside the store's turn write; only appends. */
+/* The shared capture's callback (rep_int.h): runs inside the store's turn
+ * write; appends to the partition's batch when it leads with capture on. */
 static void on_change(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
                       size_t vlen) {
-    rep_part *pp = arg;
+    rep *r = arg;
+    unsigned p = slot / (16384u / r->nparts);
+    if (p >= r->nparts) return;
+    rep_part *pp = &r->parts[p];
+    if (pp->role != REP_LEADER || pp->capture < 0) return;
     if (move_put_record(&pp->pend, slot, key, klen, val, vlen)) pp->pend.len = SIZE_MAX / 2;
 }
 
@@ -85,17 +90,19 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c) {
     int rc = rep_persist(r, pp);
     if (rc) return rc;
     kbuf_init(&pp->pend);
-    pp->capture = store_capture_start(r->env.st, pp->lo_slot, pp->hi_slot, on_change, pp);
-    if (pp->capture < 0) return pp->capture;
+    /* rep_persist wrote the turn out: only later writes reach the batch. */
+    if (r->capture < 0) {
+        r->capture = store_capture_start(r->env.st, 0, 16383, on_change, r);
+        if (r->capture < 0) return r->capture;
+    }
+    pp->capture = r->capture;
     keel_log(KEEL_LOG_INFO, "rep_leading", "partition=%u epoch=%llu end=%llu", pp->p,
              (unsigned long long)pp->epoch, (unsigned long long)pp->end);
     return 0;
 }
 
 void leader_stop(rep *r, rep_part *pp) {
-    if (pp->capture >= 0 && store_capture_stop(r->env.st, pp->capture))
-        keel_log(KEEL_LOG_ERROR, "rep_capture_stop_failed", "partition=%u", pp->p);
-    pp->capture = -1;
+    pp->capture = -1; /* the shared capture stays: it skips this partition now */
     kbuf_close(&pp->pend);
     for (size_t i = 0; i < pp->nlog; i++)
         free(pp->log[i].data);

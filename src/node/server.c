@@ -65,7 +65,7 @@ static void on_close(void *arg, client *c) {
     client_conn_closed(s, c);
     blocking_conn_closed(s, c);
     node_conn *nc = c->user;
-    if (s->rep && nc) node_rep_peer_closed(s->rep, c->id, peerserve_peer(&nc->peer));
+    if (s->rep && nc) node_rep_peer_closed(s->rep, c, peerserve_peer(&nc->peer));
     move_conn_closed(s->mv, c);
 }
 

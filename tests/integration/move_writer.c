@@ -20,6 +20,10 @@
  * EVENTFILE, if given, gets a line per reply:
  *     <send unix-us> <reply unix-us> <port> <key> <SEQ> OK|MOVED|TRYAGAIN|ERR|IOERR
  *
+ * MOVE_WRITER_SEEDS (environment, optional): "PORT,PORT,..." on HOST; after
+ * an I/O error a slot is tried at the next of them, whose -MOVED then names
+ * the slot's new leader (test_replication_failover kills a leader).
+ *
  * Exits 0 (even when replies were errors: the test judges them), 2 on bad
  * usage.
  */
@@ -144,6 +148,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "move_writer: no keys\n");
         return 2;
     }
+    int seeds[MAXCONN], nseeds = 0;
+    for (const char *e = getenv("MOVE_WRITER_SEEDS"); e && *e && nseeds < MAXCONN;) {
+        seeds[nseeds++] = atoi(e);
+        e = strchr(e, ',');
+        if (e) e++;
+    }
     for (int i = 0; i < 16384; i++) {
         slot_port[i] = port;
         snprintf(slot_host[i], sizeof slot_host[i], "%s", host);
@@ -183,6 +193,13 @@ int main(int argc, char **argv) {
             if (cn && cn->c) {
                 redisFree(cn->c);
                 cn->c = NULL;
+            }
+            if (nseeds) { /* ask the next seed: its -MOVED names the new leader */
+                int at = 0;
+                for (int i = 0; i < nseeds; i++)
+                    if (seeds[i] == slot_port[slot]) at = i + 1;
+                slot_port[slot] = seeds[at % nseeds];
+                snprintf(slot_host[slot], sizeof slot_host[slot], "%s", host);
             }
             usleep(10000);
         } else if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK")) {
