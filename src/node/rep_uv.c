@@ -394,6 +394,12 @@ int node_rep_is_replicated(const node_rep *nr, unsigned p) {
     return nr && p < nr->np && nr->rf[p] > 1;
 }
 
+int node_rep_leads_any(const node_rep *nr) {
+    for (unsigned p = 0; nr && p < nr->np; p++)
+        if (nr->rf[p] > 1 && rep_role(nr->eng, p) == REP_LEADER) return 1;
+    return 0;
+}
+
 int node_rep_fresh(const node_rep *nr) {
     return !nr || nr->fresh;
 }

@@ -90,6 +90,8 @@ int node_rep_fresh(const node_rep *nr);
  * follower serves the read. */
 int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly, kbuf *out,
                    int *follower_read);
+/* 1 if this node leads some RF > 1 partition (a SIGTERM hands it off). */
+int node_rep_leads_any(const node_rep *nr);
 /* 1 if partition p has more than one replica in the installed map. */
 int node_rep_is_replicated(const node_rep *nr, unsigned p);
 
