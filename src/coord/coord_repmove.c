@@ -143,6 +143,7 @@ typedef struct rm_wait {
 } rm_wait;
 
 static void drive(rms *x, rm *m);
+static void nudge_replicas(rms *x, const mapstore_partition *p);
 
 static void on_written(void *arg, const mapstore_result *r) {
     rm_wait *w = arg;
@@ -171,6 +172,7 @@ static void on_written(void *arg, const mapstore_result *r) {
                      "id=%llu partition=%u leader=%s leader_epoch=%llu ms=%.1f",
                      (unsigned long long)w->id, m->mv.partition, r->part.replicas[0],
                      (unsigned long long)r->part.leader_epoch, m->transfer_ms);
+            nudge_replicas(x, &r->part);
         }
         if (!m->finished && !x->stopping) drive(x, m);
     }
@@ -207,6 +209,24 @@ static void submit_leader(rms *x, rm *m, const rmove_action *a) {
     mapstore_write w;
     mapstore_w_partition_set_leader(&w, m->mv.partition, a->expected_pe, a->target, 1);
     (void)submit(x, m, &w, W_LEADER, NULL); /* refused: retried after WRITE_RETRY_MS */
+}
+
+/* ---- Nudges ----------------------------------------------------------------- */
+
+static void on_nudge(void *arg, void *tag, redisReply *r) {
+    (void)arg, (void)tag, (void)r; /* best effort: the next heartbeat brings the map anyway */
+}
+
+/* After a leadership transfer commits: every replica heartbeats at once, so
+ * the new leader gets the map and its lease, and the old one the map that
+ * sends its clients on, without waiting for their next heartbeat. */
+static void nudge_replicas(rms *x, const mapstore_partition *p) {
+    for (unsigned i = 0; i < p->nreplicas; i++) {
+        coord_link *l = coord_links_ready_for(&x->links, p->replicas[i], coord_now(x->co));
+        if (!l) continue;
+        const char *argv[] = {"KEEL.REP.NUDGE"};
+        (void)peerlink_send(l->pl, on_nudge, NULL, 1, argv, NULL);
+    }
 }
 
 /* ---- RESIGN --------------------------------------------------------------- */

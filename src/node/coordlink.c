@@ -49,10 +49,11 @@ struct coordlink {
     peerauth *pa;
     link_state state;
     int hb_in_flight;
+    int hb_again; /* coordlink_heartbeat_now during one in flight: another after it */
     int stopping;
-    int refs;          /* the timer, plus the hiredis context while one exists */
-    int fails;         /* consecutive failed attempts, to keep the log readable */
-    uint64_t state_ms; /* when the current dial or heartbeat started (monotonic) */
+    int refs;            /* the timer, plus the hiredis context while one exists */
+    int fails;           /* consecutive failed attempts, to keep the log readable */
+    uint64_t state_ms;   /* when the current dial or heartbeat started (monotonic) */
     uint64_t hb_sent_us; /* when the heartbeat in flight left (keel_mono_us) */
     directive_guard *guard;
     uv_timer_t timer; /* redial in DOWN, heartbeat in READY */
@@ -94,8 +95,13 @@ static void send_register(coordlink *l) {
     snprintf(port, sizeof port, "%d", l->cfg.adv_port);
     snprintf(cap, sizeof cap, "%g", l->cfg.capacity);
     int fresh = l->cbs.fresh ? l->cbs.fresh(l->arg) : 1;
-    const char *argv[] = {"KEEL.REGISTER", l->adv_host, port, l->rack[0] ? l->rack : "-", cap,
-                          l->incarnation[0] ? l->incarnation : "0", fresh ? "1" : "0"};
+    const char *argv[] = {"KEEL.REGISTER",
+                          l->adv_host,
+                          port,
+                          l->rack[0] ? l->rack : "-",
+                          cap,
+                          l->incarnation[0] ? l->incarnation : "0",
+                          fresh ? "1" : "0"};
     l->state = L_REGISTER;
     send_argv(l, on_register, 7, argv);
 }
@@ -329,7 +335,12 @@ static void on_heartbeat(redisAsyncContext *ac, void *reply, void *priv) {
     redisReply *map = r->element[3];
     if (map->type == REDIS_REPLY_STRING) heartbeat_map(l, r);
     /* The map callback may stop the link (a fatal store error). */
-    if (with_lease && !l->stopping && l->cbs.on_lease) l->cbs.on_lease(l->arg, lease, version, sent_us);
+    if (with_lease && !l->stopping && l->cbs.on_lease)
+        l->cbs.on_lease(l->arg, lease, version, sent_us);
+    if (l->hb_again && !l->stopping && l->state == L_READY) {
+        l->hb_again = 0;
+        send_heartbeat(l);
+    }
 }
 
 /* The map of a heartbeat reply: a directive, admitted through the guard. */
@@ -443,6 +454,15 @@ int coordlink_call(coordlink *l, int argc, const char **argv, const size_t *lens
         return KEEL_EAGAIN;
     }
     return 0;
+}
+
+void coordlink_heartbeat_now(coordlink *l) {
+    if (!l || l->stopping || l->state != L_READY) return;
+    if (l->hb_in_flight) {
+        l->hb_again = 1;
+        return;
+    }
+    send_heartbeat(l);
 }
 
 void coordlink_set_heartbeat_ms(coordlink *l, int ms) {

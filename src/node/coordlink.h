@@ -92,6 +92,11 @@ int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens
 struct redisReply;
 int coordlink_call(coordlink *l, int argc, const char **argv, const size_t *lens,
                    void (*cb)(void *arg, struct redisReply *reply), void *arg);
+/* A heartbeat now (or right after the one in flight), out of turn: the
+ * coordinator asked (KEEL.REP.NUDGE) because a map it just committed
+ * matters to this node at once (a leadership transfer). No-op when not
+ * registered. */
+void coordlink_heartbeat_now(coordlink *l);
 /* Changes the heartbeat interval (from the next heartbeat on). A leader at
  * RF > 1 heartbeats several times per lease. ms <= 0 is ignored. */
 void coordlink_set_heartbeat_ms(coordlink *l, int ms);

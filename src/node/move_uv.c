@@ -131,8 +131,8 @@ static move_link *e_link_open(void *ctx, const char *host, int port, const char 
     if (!ml) return NULL;
     ml->cbs = cbs, ml->arg = arg;
     static const peerlink_cbs plcbs = {.on_ready = on_pl_ready, .on_down = on_pl_down};
-    ml->pl = peerlink_open(nm->s->loop, host, port, nm->s->cfg.id, peer_id, &nm->secret, &plcbs,
-                           ml);
+    ml->pl =
+        peerlink_open(nm->s->loop, host, port, nm->s->cfg.id, peer_id, &nm->secret, &plcbs, ml);
     if (!ml->pl) {
         free(ml);
         return NULL;
@@ -227,8 +227,7 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
         return 0;
     }
     if (!strcasecmp(argv[0], "keel.auth")) {
-        peerserve_auth(&nc->peer, c, nm->s->cfg.id, &nm->secret, nm->s->coord_pub, argc, argv,
-                       len);
+        peerserve_auth(&nc->peer, c, nm->s->cfg.id, &nm->secret, nm->s->coord_pub, argc, argv, len);
         return 0;
     }
     const char *peer = peerserve_peer(&nc->peer);
@@ -248,11 +247,20 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
             resp_w_error(&c->out, "ERR KEEL.REP.RESIGN is the coordinator's");
             return 0;
         }
+        if (!strcasecmp(argv[0], "keel.rep.nudge")) { /* the coordinator: heartbeat now */
+            if (strcmp(peer, COORDINATOR_ID) != 0) {
+                resp_w_error(&c->out, "ERR KEEL.REP.NUDGE is the coordinator's");
+                return 0;
+            }
+            coordlink_heartbeat_now(nm->s->link);
+            resp_w_simple(&c->out, "OK");
+            return 0;
+        }
         node_rep_peer_command(nm->s->rep, c->id, peer, argc, argv, len, &c->out);
         return 0;
     }
-    move_call call = {.conn = c, .out = &c->out, .proto = c->proto, .peer = peer,
-                      .waits_data = &nc->waits_data};
+    move_call call = {
+        .conn = c, .out = &c->out, .proto = c->proto, .peer = peer, .waits_data = &nc->waits_data};
     return move_engine_call(mv, &call, argc, argv, len) == MOVE_HELD ? RSERVER_HOLD : 0;
 }
 

@@ -1,10 +1,10 @@
 /* rep_leader.c - the leader's half of replication (rep_engine.h; DESIGN §12).
  *
  *   leader_start: epoch-cache entry (e, end+1) persisted, change capture of
- *   the partition's slots on (one shared store capture; rep_int.h). Each turn: the captured records become batch
- *   end+1 (rep/<p> persisted: lo = end+1, hi = end+2, since the next turn's
- *   data reaches the disk before its own record), retained in the log and
- *   sent to every streaming follower, at most REP_WINDOW ahead of its ack.
+ *   the partition's slots on (one shared store capture; rep_int.h). Each turn: the captured records
+ * become batch end+1 (rep/<p> persisted: lo = end+1, hi = end+2, since the next turn's data reaches
+ * the disk before its own record), retained in the log and sent to every streaming follower, at
+ * most REP_WINDOW ahead of its ack.
  *
  *   per follower:  (not streaming) --SUB--> STREAMING from lo+1, or
  *                  DIVERGED (its log may pass the end E of its last epoch
@@ -162,8 +162,42 @@ static void leader_commit(rep *r, rep_part *pp) {
     }
 }
 
+/* The replica set changed in the same leader epoch (a replica move adds
+ * or removes a follower): peers still listed keep their state, a new one
+ * starts as a fresh peer (it subscribes, and is copied or streamed to),
+ * one no longer listed is forgotten (its copy, if any, ends). */
+static void leader_sync_peers(rep *r, rep_part *pp, const rep_config *c) {
+    rep_peer keep[REP_RF_MAX];
+    int n = 0;
+    uint64_t now = rep_now(r);
+    for (int i = 0; i < c->nreplicas && n < REP_RF_MAX; i++) {
+        if (is_self(r, c->replicas[i])) continue;
+        rep_peer *old = peer_find(pp, c->replicas[i]);
+        if (old) {
+            keep[n] = *old;
+            old->id[0] = 0; /* moved: not freed below */
+        } else {
+            memset(&keep[n], 0, sizeof keep[n]);
+            snprintf(keep[n].id, sizeof keep[n].id, "%s", c->replicas[i]);
+            keep[n].caught_us = now; /* a grace period before it can be dropped */
+            keel_log(KEEL_LOG_INFO, "rep_peer_added", "partition=%u peer=%s", pp->p,
+                     c->replicas[i]);
+        }
+        n++;
+    }
+    for (int i = 0; i < pp->npeers; i++)
+        if (pp->peers[i].id[0]) {
+            keel_log(KEEL_LOG_INFO, "rep_peer_removed", "partition=%u peer=%s", pp->p,
+                     pp->peers[i].id);
+            peer_copy_end(r, &pp->peers[i]);
+        }
+    memcpy(pp->peers, keep, (size_t)n * sizeof *keep);
+    pp->npeers = n;
+}
+
 void leader_update(rep *r, rep_part *pp, const rep_config *c) {
     if (pp->adding[0] && c->part_epoch > pp->adding_at) pp->adding[0] = 0; /* settled */
+    leader_sync_peers(r, pp, c);
     leader_commit(r, pp);
 }
 
