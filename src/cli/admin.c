@@ -59,6 +59,7 @@ static const admin_cmd cmds[] = {
     {"move", "MOVE", NULL, 2, 1, 0, 0, " PARTITION NODE"},
     {"cancel", "CANCEL", NULL, 1, 0, 0, 0, " MOVE"},
     {"moves", "MOVES", NULL, 0, 1, 0, 0, " [--all] [--watch]", 1},
+    {"promote", "PROMOTE", NULL, 2, 1, 0, 0, " PARTITION NODE"},
     {"failover", "FAILOVER", NULL, 1, 0, 0, 0, " PARTITION [--to NODE] [--unclean]", 0, 1},
 };
 
@@ -221,7 +222,9 @@ static int run(const admin_cmd *d, const admin_args *a) {
     if (a->to) argv[n++] = "TO", argv[n++] = a->to;
     if (a->unclean) argv[n++] = "UNCLEAN";
     if (a->json) argv[n++] = "JSON";
-    if (d->failover) { /* waits out the old leader's lease (replica_lease_ms, up to 60 s) */
+    /* failover waits out the old leader's lease (replica_lease_ms, up to 60 s);
+     * promote ends within 30 s (coord_repmove.c PROMOTE_TIMEOUT_MS) */
+    if (d->failover || !strcmp(d->cli, "promote")) {
         struct timeval longer = {70, 0};
         redisSetTimeout(c, longer);
     }
@@ -277,4 +280,5 @@ ADMIN_MAIN(unquarantine_main, "unquarantine")
 ADMIN_MAIN(move_main, "move")
 ADMIN_MAIN(cancel_main, "cancel")
 ADMIN_MAIN(moves_main, "moves")
+ADMIN_MAIN(promote_main, "promote")
 ADMIN_MAIN(failover_main, "failover")

@@ -22,6 +22,7 @@ int move_main(int argc, char **argv, const char *self);         /* admin.c */
 int unquarantine_main(int argc, char **argv, const char *self); /* admin.c */
 int cancel_main(int argc, char **argv, const char *self);       /* admin.c */
 int moves_main(int argc, char **argv, const char *self);        /* admin.c */
+int promote_main(int argc, char **argv, const char *self);      /* admin.c */
 int failover_main(int argc, char **argv, const char *self);     /* admin.c */
 int plan_main(int argc, char **argv, const char *self);         /* plan.c */
 int sim_main(int argc, char **argv, const char *self);          /* sim.c */
@@ -65,6 +66,7 @@ static const struct {
     {"move", move_main, "move a partition: keel move PARTITION NODE [--json]"},
     {"cancel", cancel_main, "cancel a move that has not committed: keel cancel MOVE"},
     {"moves", moves_main, "moves in flight and recent ones [--json] [--all] [--watch]"},
+    {"promote", promote_main, "transfer a partition's leadership (RF > 1): keel promote P NODE"},
     {"failover", failover_main,
      "promote a new leader of a replicated partition: keel failover P [--to NODE] [--unclean]"},
 };

@@ -21,6 +21,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_repmove.h"
 #include "coord/coord_elect.h"
 #include "coord/coord_standby.h"
 #include "coord/detector.h"
@@ -76,6 +77,8 @@ const setting_def coord_settings[] = {
     {"move_stall_timeout_ms", "30000", "abort a move with no progress report for this long", 1000,
      3.6e6},
     {"cleanup_after_s", "300", "keep a moved partition's old copy this long", 0, 8.64e6},
+    {"replica_move_timeout_ms", "600000",
+     "abort a replica move (RF > 1) not in sync and transferred in this time", 1000, 8.64e7},
     {"max_moves_in_per_node", "2", "moves into one node at once", 1, 1000},
     {"max_moves_out_per_node", "2", "moves out of one node at once", 1, 1000},
     {"max_moves_cluster", "0", "moves at once in the cluster (0 = max(1, nodes/2))", 0, 100000},
@@ -631,6 +634,12 @@ static int add_nodes(coord *co, int64_t now, const mapstore_node *nodes, size_t 
             pn.disk_used = (double)mb->disk_used;
             pn.disk_capacity = (double)mb->disk_capacity;
         }
+        /* DOWN at once by a graceful stop (KEEL.LEAVE: a rolling restart)
+         * is not lost yet: RF is restored (plan_repair.c) only for a node
+         * silent for node_dead_after_ms, as DESIGN §12 says. */
+        if (pn.state == PLAN_NODE_DOWN && mb && mb->last_hb_ms &&
+            now - mb->last_hb_ms < coord_setting_ll(co, "node_dead_after_ms"))
+            pn.state = PLAN_NODE_SUSPECT;
         /* Never heard from since this coordinator started: missing data. */
         pn.metrics_age_s = mb && mb->last_hb_ms ? (double)(now - mb->last_hb_ms) / 1000.0 : 1e9;
         if (pn.metrics_age_s < 0) pn.metrics_age_s = 0;
@@ -668,6 +677,13 @@ int coord_build_model(coord *co, int64_t now, plan_model *m) {
         plan_part_default(&pp, parts[i].id);
         int owner = parts[i].owner[0] ? plan_model_find_node(m, parts[i].owner) : -1;
         if (owner >= 0) pp.replicas[0] = owner, pp.nreplicas = 1;
+        /* RF > 1: every replica, leader first; out-of-ISR ones marked */
+        for (unsigned r = 1; owner >= 0 && r < parts[i].nreplicas && r < PLAN_MAX_REPLICAS; r++) {
+            int ix = plan_model_find_node(m, parts[i].replicas[r]);
+            if (ix < 0) continue; /* a REMOVED node: the replica is gone */
+            if (!(parts[i].isr >> r & 1)) pp.lagging |= (uint8_t)(1u << pp.nreplicas);
+            pp.replicas[pp.nreplicas++] = ix;
+        }
         pp.pinned = parts[i].pinned;
         pp.bytes = (double)co->parts[i].bytes;
         pp.load = co->parts[i].ops;
@@ -675,6 +691,9 @@ int coord_build_model(coord *co, int64_t now, plan_model *m) {
         rc = idx < 0 ? idx : 0;
     }
     plan_settings_from(co, &m->settings);
+    long long rf = coord_setting_ll(co, "replicas");
+    /* RF 1: no repair (plan_repair.c) */
+    m->settings.replicas = rf > 1 && rf <= PLAN_MAX_REPLICAS ? (uint8_t)rf : 0;
     free(parts);
     free(nodes);
     return rc;
@@ -880,6 +899,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     rserver_flush_now(co->rs);
     rserver_stop(co->rs);
     coord_rebalance_stop(co);
+    coord_repmoves_stop(co);
     coord_moves_stop(co);
     coord_rep_stop(co);
     coord_dash_stop(co);
@@ -1005,7 +1025,7 @@ int coord_run(const coord_config *cfg) {
         snprintf(err, sizeof err, "cannot load the moves in flight: %s", mapstore_errmsg(co->ms));
         goto fail;
     }
-    if (coord_rebalance_start(co) || coord_rep_start(co)) {
+    if (coord_rebalance_start(co) || coord_rep_start(co) || coord_repmoves_start(co)) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
@@ -1041,6 +1061,7 @@ fail:
 done:
     coord_elect_stop(elect); /* a leader resigns: a standby takes over at once */
     elect = NULL;
+    coord_repmoves_stop(co);
     coord_moves_stop(co);
     coord_rep_stop(co);
     coord_dash_free(co);

@@ -13,6 +13,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_repmove.h"
 #include "coord/coord_rep.h"
 #include "coord/coord_rf.h"
 #include "net/peerserve.h"
@@ -805,6 +806,7 @@ static const ccmd table[] = {
     {"move", 3, 5, F_ADMIN, coord_c_move, NULL},
     {"cancel", 2, 2, F_ADMIN, coord_c_cancel, NULL},
     {"moves", 1, 3, F_ADMIN, coord_c_moves, NULL},
+    {"promote", 3, 4, F_ADMIN, coord_c_promote, NULL},
     {"failover", 2, 5, F_ADMIN, coord_c_failover, NULL},
     {"keel.auth", 2, 4, F_NOAUTH, c_keel_auth, NULL},
     /* 7 with the node's incarnation and fresh (replication contract C3) */
@@ -813,6 +815,7 @@ static const ccmd table[] = {
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},
     {"keel.move.report", 8, 9, F_PEER | F_NOAUTH, NULL, c_keel_move_report},
+    {"keel.rep.handoff", 1, 1, F_PEER | F_NOAUTH, NULL, coord_c_keel_rep_handoff},
 };
 
 int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
@@ -980,6 +983,18 @@ void coord_render_metrics(void *arg, kbuf *b) {
     counter(b, "keel_moves_committed_total", "Moves whose new owner became durable.",
             mc.committed_total);
     counter(b, "keel_moves_aborted_total", "Moves aborted.", mc.aborted_total);
+    coord_repmove_counts rc; /* RF > 1: add-then-remove moves and transfers */
+    coord_repmoves_counts(co, &rc);
+    gauge(b, "keel_replica_moves_in_flight", "Replica moves (RF > 1) under way.",
+          (double)coord_repmoves_in_flight(co));
+    counter(b, "keel_replica_moves_started_total", "Replica moves started.", rc.started);
+    counter(b, "keel_replica_moves_done_total", "Replica moves done.", rc.done);
+    counter(b, "keel_replica_moves_aborted_total", "Replica moves aborted.", rc.aborted);
+    counter(b, "keel_leadership_transfers_total", "Clean leadership transfers committed.",
+            rc.transfers);
+    gauge(b, "keel_leadership_transfer_max_seconds",
+          "Longest transfer: RESIGN sent to the leader change committed.",
+          rc.max_transfer_ms / 1000.0);
     counter(b, "keel_move_bytes_total", "Bytes copied by moves, as destinations reported them.",
             mc.bytes_total);
     family(b, "keel_move_write_pause_seconds", "histogram",

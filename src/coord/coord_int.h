@@ -83,6 +83,7 @@ typedef struct coord {
     int64_t start_ms;          /* coord_now() at start */
     int stopping;
     struct coord_moves_state *mv;            /* the move executor (coord_move.c) */
+    struct coord_repmoves_state *repmv;      /* replica moves at RF > 1 (coord_repmove.c) */
     struct coord_rebalance_state *rebalance; /* the control loop (coord_rebalance.c) */
     struct coord_dash_state *dash;           /* the dashboard (coord_dash.c) */
     struct coord_history *history;           /* its charts' history (coord_history.h) */

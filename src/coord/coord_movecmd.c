@@ -11,6 +11,7 @@
 #include "coord/coord_defer.h"
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
+#include "coord/coord_repmove.h"
 #include "core/err.h"
 
 #include "core/num.h"
@@ -81,6 +82,24 @@ void coord_c_move(cctx *x) {
         coord_reply_err(x, "ERR syntax: MOVE <partition> <node> [JSON]");
         return;
     }
+    mapstore_partition part;
+    if (p < x->co->partitions && mapstore_partition_get(x->co->ms, (unsigned)p, &part) == 0 &&
+        part.nreplicas > 1) { /* RF > 1: the leader's replica moves, add-then-remove */
+        int64_t id =
+            coord_repmove_create(x->co, (unsigned)p, RMOVE_MOVE, x->argv[2], part.replicas[0],
+                                 x->argv[2], "operator", err, sizeof err);
+        if (id < 0) {
+            snprintf(msg, sizeof msg, "ERR %s", err);
+            coord_reply_err(x, msg);
+        } else if (coord_want_json(x)) {
+            char num[64];
+            snprintf(num, sizeof num, "{\"id\":%lld,\"kind\":\"replica\"}", (long long)id);
+            resp_w_bulkstr(&x->c->out, num);
+        } else {
+            resp_w_int(&x->c->out, id);
+        }
+        return;
+    }
     move_wait *w = calloc(1, sizeof *w);
     if (!w || !(w->d = coord_defer_hold(x))) {
         free(w);
@@ -149,6 +168,7 @@ void coord_c_moves(cctx *x) {
     }
     cJSON *arr = cJSON_CreateArray();
     coord_moves_json(x->co, arr, all ? (size_t)-1 : RECENT);
+    coord_repmoves_json(x->co, arr, all ? (size_t)-1 : RECENT); /* RF > 1: "kind": "replica" */
     kbuf b;
     kbuf_init(&b);
     kbuf_printf(&b, "%-6s %-6s %-12s %-12s %-11s %-12s %10s %11s %10s %7s %9s %s\n", "ID", "PART",
@@ -156,6 +176,14 @@ void coord_c_moves(cctx *x) {
     const cJSON *o;
     cJSON_ArrayForEach(o, arr) {
         char bytes[24], rate[24], lag[24], eta[16], pause[16];
+        if (!strcmp(str(o, "kind"), "replica")) { /* add-then-remove: its step as PHASE */
+            double p = num(o, "transfer_pause_ms");
+            snprintf(pause, sizeof pause, p >= 0 ? "%.1fms" : "-", p);
+            kbuf_printf(&b, "r%-5.0f %-6.0f %-12.12s %-12.12s %-11s %-23s %9s %s %s\n",
+                        num(o, "id"), num(o, "partition"), str(o, "from"), str(o, "to"),
+                        str(o, "state"), str(o, "step"), pause, str(o, "type"), str(o, "reason"));
+            continue;
+        }
         human_bytes(bytes, sizeof bytes, num(o, "bytes"));
         human_bytes(rate, sizeof rate, num(o, "rate_bps"));
         strcat(rate, "/s");

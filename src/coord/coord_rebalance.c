@@ -2,6 +2,7 @@
 #include "coord/coord_rebalance.h"
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
+#include "coord/coord_repmove.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "planner/planner.h"
@@ -88,7 +89,7 @@ static void round_run(struct coord_rebalance_state *r, int64_t now) {
     }
     coord_move_counts mc;
     coord_moves_counts(co, &mc);
-    if (mc.in_flight || mc.queued) {
+    if (mc.in_flight || mc.queued || coord_repmoves_in_flight(co)) {
         skip(r, REBALANCE_SKIP_IN_FLIGHT, NULL);
         return;
     }
@@ -119,6 +120,7 @@ static void round_run(struct coord_rebalance_state *r, int64_t now) {
     int rc = coord_build_model(co, now, &m);
     if (!rc) {
         coord_moves_annotate(co, &m);
+        coord_repmoves_annotate(co, &m);
         m.episode = r->episode;
         rc = plan_run(&m, &res);
     }
@@ -138,10 +140,11 @@ static void round_run(struct coord_rebalance_state *r, int64_t now) {
     r->st.imbalance = res.imbalance_before;
     r->episode = res.episode;
     snprintf(r->st.last_stop, sizeof r->st.last_stop, "%s", res.nstops ? res.stops[0].key : "");
-    size_t queued = 0;
+    size_t queued = coord_repmoves_enqueue(co, &m, &res);
     for (size_t i = 0; i < res.nmoves; i++) {
         const plan_move *pm = &res.moves[i];
         char err[256];
+        if (m.parts[pm->part].nreplicas > 1) continue; /* a replica move: enqueued above */
         if (coord_move_create(co, (unsigned)pm->part_id, m.nodes[pm->to].id, plan_why_name(pm->why),
                               NULL, NULL, err, sizeof err) == 0) /* recorded later; logged */
             queued++;

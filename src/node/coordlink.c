@@ -420,6 +420,31 @@ int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens
     return redisAsyncCommandArgv(l->ac, NULL, NULL, argc, argv, lens) == REDIS_OK ? 0 : KEEL_EAGAIN;
 }
 
+typedef struct call_ctx {
+    void (*cb)(void *arg, struct redisReply *reply);
+    void *arg;
+} call_ctx;
+
+static void on_call_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    (void)ac;
+    call_ctx *k = priv;
+    k->cb(k->arg, reply);
+    free(k);
+}
+
+int coordlink_call(coordlink *l, int argc, const char **argv, const size_t *lens,
+                   void (*cb)(void *arg, struct redisReply *reply), void *arg) {
+    if (!l || l->state != L_READY || !l->ac) return KEEL_EAGAIN;
+    call_ctx *k = malloc(sizeof *k);
+    if (!k) return KEEL_ENOMEM;
+    k->cb = cb, k->arg = arg;
+    if (redisAsyncCommandArgv(l->ac, on_call_reply, k, argc, argv, lens) != REDIS_OK) {
+        free(k);
+        return KEEL_EAGAIN;
+    }
+    return 0;
+}
+
 void coordlink_set_heartbeat_ms(coordlink *l, int ms) {
     if (l && ms > 0) l->cfg.heartbeat_ms = ms;
 }

@@ -86,6 +86,12 @@ directive_verdict coordlink_check_term(coordlink *l, int from_coordinator, uint6
 /* Sends a command to the coordinator and ignores the reply (progress
  * reports). Returns 0, or KEEL_EAGAIN when not registered. */
 int coordlink_send(coordlink *l, int argc, const char **argv, const size_t *lens);
+/* Sends a command to the coordinator; cb(arg, reply) runs with its reply,
+ * or with NULL if the link goes down (or stops) first. Returns 0, or
+ * KEEL_EAGAIN / KEEL_ENOMEM (cb never runs). */
+struct redisReply;
+int coordlink_call(coordlink *l, int argc, const char **argv, const size_t *lens,
+                   void (*cb)(void *arg, struct redisReply *reply), void *arg);
 /* Changes the heartbeat interval (from the next heartbeat on). A leader at
  * RF > 1 heartbeats several times per lease. ms <= 0 is ignored. */
 void coordlink_set_heartbeat_ms(coordlink *l, int ms);

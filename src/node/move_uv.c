@@ -238,10 +238,17 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
         return 0;
     }
     if (!strncasecmp(argv[0], "keel.rep.", 9)) { /* replication (rep_uv.h) */
-        if (!nm->s->rep)
+        if (!nm->s->rep) {
             resp_w_error(&c->out, "ERR replication is not running");
-        else
-            node_rep_peer_command(nm->s->rep, c->id, peer, argc, argv, len, &c->out);
+            return 0;
+        }
+        if (!strcasecmp(argv[0], "keel.rep.resign")) { /* a directive: the coordinator only */
+            if (strcmp(peer, COORDINATOR_ID) == 0)
+                return node_rep_resign(nm->s->rep, c, argc, argv, len) ? RSERVER_HOLD : 0;
+            resp_w_error(&c->out, "ERR KEEL.REP.RESIGN is the coordinator's");
+            return 0;
+        }
+        node_rep_peer_command(nm->s->rep, c->id, peer, argc, argv, len, &c->out);
         return 0;
     }
     move_call call = {.conn = c, .out = &c->out, .proto = c->proto, .peer = peer,

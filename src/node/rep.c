@@ -286,6 +286,15 @@ uint64_t rep_committed(const rep *r, unsigned p) {
 uint64_t rep_epoch(const rep *r, unsigned p) {
     return p < r->nparts ? r->parts[p].epoch : 0;
 }
+uint64_t rep_peer_acked(const rep *r, unsigned p, const char *peer) {
+    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return 0;
+    const rep_part *pp = &r->parts[p];
+    for (int i = 0; i < pp->npeers; i++)
+        if (strcmp(pp->peers[i].id, peer) == 0)
+            return pp->peers[i].streaming ? pp->peers[i].acked : 0;
+    return 0;
+}
+
 int rep_role(const rep *r, unsigned p) {
     return p < r->nparts ? r->parts[p].role : REP_NONE;
 }

@@ -128,6 +128,9 @@ int rep_turn_end(rep *r);
 uint64_t rep_end(const rep *r, unsigned p);
 uint64_t rep_committed(const rep *r, unsigned p);
 uint64_t rep_epoch(const rep *r, unsigned p); /* the leader epoch this node knows for p */
+/* At a leader: the durable position follower `peer` acknowledged in this
+ * epoch (0 if it is not streaming, or this node does not lead p). */
+uint64_t rep_peer_acked(const rep *r, unsigned p, const char *peer);
 int rep_role(const rep *r, unsigned p);
 
 /* One KEEL.REP.* message from peer `from`. Returns 0, KEEL_EPROTO (bad

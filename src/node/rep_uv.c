@@ -17,7 +17,9 @@
 #include "node/rep_uv.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/directive.h"
 #include "core/log.h"
+#include "core/num.h"
 #include "net/peerlink.h"
 #include "node/coordlink.h"
 #include "node/server.h"
@@ -32,6 +34,8 @@
 #define HB_DEFAULT_MS 1000         /* coordlink's pace without RF > 1 partitions */
 #define DEFAULT_LEASE_MS 2000      /* the coordinator's replica_lease_ms default */
 #define REDIAL_US 250000ull        /* a link that went down is not redialled sooner */
+#define RESIGN_US 5000000ull       /* KEEL.REP.RESIGN waits this long for the target */
+#define RESIGNS_MAX 64             /* RESIGNs waiting at once */
 
 typedef struct rlink {
     node_rep *nr;
@@ -54,6 +58,16 @@ typedef struct sealed_turn {
     size_t n;
     seal_pair *pairs;
 } sealed_turn;
+
+/* A KEEL.REP.RESIGN held until its target acknowledged the end (C5). */
+typedef struct resign {
+    int active;
+    int done; /* 0 waiting, 1 target caught up, -1 timed out or leadership lost */
+    unsigned p;
+    uint64_t le, end, deadline_us;
+    char target[KEEL_ID_MAX + 1];
+    client *c; /* NULL once the coordinator's connection closed */
+} resign;
 
 struct node_rep {
     server *s;
@@ -78,6 +92,10 @@ struct node_rep {
     size_t nseals, capseals;
     uint64_t next_token;
     int maybe_release;
+    /* Leadership transfer: writes of p refused while refuse_le[p] is the
+     * leader epoch this node leads p in (a RESIGN waiting or answered OK). */
+    uint64_t *refuse_le;
+    resign resigns[RESIGNS_MAX];
     node_rep_stats st;
 };
 
@@ -351,6 +369,8 @@ uint64_t node_rep_seal(node_rep *nr) {
 
 /* ---- The tick -------------------------------------------------------------- */
 
+static void resign_tick(node_rep *nr, uint64_t now);
+
 static void on_tick(uv_timer_t *t) {
     node_rep *nr = t->data;
     for (size_t i = 0; i < nr->nlinks; i++)
@@ -363,13 +383,21 @@ static void on_tick(uv_timer_t *t) {
     if ((rc = rep_turn_end(nr->eng))) fatal(nr, "tick_turn_end", rc);
     flush_all(nr);
     try_release(nr);
-    check_drop(nr, keel_mono_us());
+    uint64_t now = keel_mono_us();
+    check_drop(nr, now);
+    resign_tick(nr, now);
 }
 
 /* ---- Map ------------------------------------------------------------------- */
 
 int node_rep_is_replicated(const node_rep *nr, unsigned p) {
     return nr && p < nr->np && nr->rf[p] > 1;
+}
+
+int node_rep_leads_any(const node_rep *nr) {
+    for (unsigned p = 0; nr && p < nr->np; p++)
+        if (nr->rf[p] > 1 && rep_role(nr->eng, p) == REP_LEADER) return 1;
+    return 0;
 }
 
 int node_rep_fresh(const node_rep *nr) {
@@ -459,6 +487,8 @@ int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly,
         return NODE_REP_SERVE;
     }
     int rc = write ? rep_write_check(nr->eng, p) : rep_read_check(nr->eng, p);
+    if (rc == REP_OK && write && nr->refuse_le[p] && nr->refuse_le[p] == rep_epoch(nr->eng, p))
+        rc = REP_ENOLEASE; /* handing the leadership over (C5): -TRYAGAIN */
     switch (rc) {
     case REP_OK:
         if (write && nr->touched[p] != nr->turn_gen + 1) {
@@ -508,10 +538,100 @@ void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer, i
     resp_w_simple(out, "OK");
 }
 
-void node_rep_peer_closed(node_rep *nr, uint64_t client_id, const char *peer) {
-    if (!nr || !peer) return;
+void node_rep_peer_closed(node_rep *nr, const client *c, const char *peer) {
+    if (!nr) return;
+    for (int i = 0; i < RESIGNS_MAX; i++)
+        if (nr->resigns[i].active && nr->resigns[i].c == c) nr->resigns[i].c = NULL;
+    if (!peer) return;
     rlink *l = link_find(nr, peer);
-    if (l && l->in_client == client_id) rep_peer_down(nr->eng, peer);
+    if (l && l->in_client == c->id) rep_peer_down(nr->eng, peer);
+}
+
+/* ---- Leadership transfer (C5) ------------------------------------------------ */
+
+static resign *resign_of(node_rep *nr, const client *c) {
+    for (int i = 0; i < RESIGNS_MAX; i++)
+        if (nr->resigns[i].active && nr->resigns[i].c == c) return &nr->resigns[i];
+    return NULL;
+}
+
+/* Each tick: a waiting RESIGN is done once its target acknowledged the
+ * end (no write is taken meanwhile, so the end is final), or fails at its
+ * deadline or when this node no longer leads p in that epoch. */
+static void resign_tick(node_rep *nr, uint64_t now) {
+    for (int i = 0; i < RESIGNS_MAX; i++) {
+        resign *g = &nr->resigns[i];
+        if (!g->active || g->done) continue;
+        int leading = rep_role(nr->eng, g->p) == REP_LEADER && rep_epoch(nr->eng, g->p) == g->le;
+        uint64_t end = rep_end(nr->eng, g->p);
+        if (leading && rep_peer_acked(nr->eng, g->p, g->target) >= end &&
+            rep_committed(nr->eng, g->p) >= end) {
+            g->done = 1;
+            g->end = end;
+        } else if (!leading || now >= g->deadline_us) {
+            g->done = -1;
+            if (nr->refuse_le[g->p] == g->le) nr->refuse_le[g->p] = 0; /* serves again */
+        } else {
+            continue;
+        }
+        if (g->c)
+            rserver_resume(g->c);
+        else
+            g->active = 0; /* nobody to answer */
+    }
+}
+
+int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t *len) {
+    resign *g = resign_of(nr, c);
+    if (g && g->done) { /* the re-dispatch of a held RESIGN: its answer */
+        if (g->done > 0) {
+            resp_w_array(&c->out, 2);
+            resp_w_int(&c->out, (long long)g->end);
+            resp_w_int(&c->out, (long long)g->le);
+            keel_log(KEEL_LOG_INFO, "rep_resigned", "partition=%u epoch=%llu end=%llu target=%s",
+                     g->p, (unsigned long long)g->le, (unsigned long long)g->end, g->target);
+        } else {
+            resp_w_error(&c->out, rep_role(nr->eng, g->p) == REP_LEADER
+                                      ? "ERR resign timed out"
+                                      : "ERR not the leader of that partition in that epoch");
+        }
+        g->active = 0;
+        return 0;
+    }
+    if (g) return RSERVER_HOLD; /* cannot be: resumed only when done */
+    uint64_t term, p, le;
+    if (argc != 5 || keel_parse_u64(argv[1], len[1], &term) ||
+        keel_parse_u64(argv[2], len[2], &p) || keel_parse_u64(argv[3], len[3], &le) ||
+        p >= nr->np || len[4] == 0 || len[4] > KEEL_ID_MAX) {
+        resp_w_error(&c->out, "ERR bad KEEL.REP.RESIGN: term partition leader-epoch target");
+        return 0;
+    }
+    directive_verdict v = coordlink_check_term(nr->s->link, 1, term);
+    if (v != DIRECTIVE_ACCEPT) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "ERR directive refused: %s", directive_verdict_name(v));
+        resp_w_error(&c->out, msg);
+        return 0;
+    }
+    if (nr->rf[p] <= 1 || rep_role(nr->eng, (unsigned)p) != REP_LEADER ||
+        rep_epoch(nr->eng, (unsigned)p) != le) {
+        resp_w_error(&c->out, "ERR not the leader of that partition in that epoch");
+        return 0;
+    }
+    for (int i = 0; i < RESIGNS_MAX && !g; i++)
+        if (!nr->resigns[i].active) g = &nr->resigns[i];
+    if (!g) {
+        resp_w_error(&c->out, "ERR too many transfers at once; retry");
+        return 0;
+    }
+    *g = (resign){.active = 1, .p = (unsigned)p, .le = le, .c = c,
+                  .deadline_us = keel_mono_us() + RESIGN_US};
+    memcpy(g->target, argv[4], len[4]);
+    g->target[len[4]] = 0;
+    nr->refuse_le[p] = le; /* no new write from now on */
+    keel_log(KEEL_LOG_INFO, "rep_resigning", "partition=%u epoch=%llu target=%s", (unsigned)p,
+             (unsigned long long)le, g->target);
+    return RSERVER_HOLD;
 }
 
 /* ---- Life ------------------------------------------------------------------- */
@@ -529,6 +649,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
     nr->rf = calloc(nr->np, 1);
     nr->touched = calloc(nr->np, sizeof *nr->touched);
     nr->tlist = calloc(nr->np, sizeof *nr->tlist);
+    nr->refuse_le = calloc(nr->np, sizeof *nr->refuse_le);
     rep_env env = {.ctx = nr,
                    .st = s->st,
                    .self_id = s->cfg.id,
@@ -537,7 +658,8 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
                    .send = e_send,
                    .report = e_report,
                    .committed = e_committed};
-    if (!nr->rf || !nr->touched || !nr->tlist || !(nr->eng = rep_new(&env, 0))) {
+    if (!nr->rf || !nr->touched || !nr->tlist || !nr->refuse_le ||
+        !(nr->eng = rep_new(&env, 0))) {
         snprintf(err, cap, "out of memory starting replication");
         goto fail;
     }
@@ -559,6 +681,7 @@ fail:
     free(nr->rf);
     free(nr->touched);
     free(nr->tlist);
+    free(nr->refuse_le);
     peerauth_secret_wipe(&nr->secret);
     free(nr);
     return NULL;
@@ -582,6 +705,7 @@ void node_rep_free(node_rep *nr) {
     free(nr->rf);
     free(nr->touched);
     free(nr->tlist);
+    free(nr->refuse_le);
     peerauth_secret_wipe(&nr->secret);
     uv_timer_stop(&nr->tick);
     uv_close((uv_handle_t *)&nr->tick, tick_closed);

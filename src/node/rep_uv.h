@@ -90,6 +90,8 @@ int node_rep_fresh(const node_rep *nr);
  * follower serves the read. */
 int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly, kbuf *out,
                    int *follower_read);
+/* 1 if this node leads some RF > 1 partition (a SIGTERM hands it off). */
+int node_rep_leads_any(const node_rep *nr);
 /* 1 if partition p has more than one replica in the installed map. */
 int node_rep_is_replicated(const node_rep *nr, unsigned p);
 
@@ -106,8 +108,18 @@ void node_rep_lease(node_rep *nr, int lease, uint64_t version, uint64_t sent_us)
  * c (client_id): appends one reply to out. */
 void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer_id, int argc,
                            char **argv, const size_t *len, kbuf *out);
+/* KEEL.REP.RESIGN term p leader-epoch target from the coordinator
+ * (contract C5; the caller checked the peer is the coordinator): admits
+ * the term (coordlink's directive guard), stops taking writes of p
+ * (-TRYAGAIN) and holds the request until target acknowledged this node's
+ * end position, then answers *2 :end :leader-epoch; after 5 s, or if this
+ * node stops leading p in that epoch, -ERR and p serves again. After an OK
+ * writes of p stay refused until a map changes p's leader or leader epoch.
+ * Returns 0 (replied to c->out) or RSERVER_HOLD (rserver_resume follows). */
+int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t *len);
+
 /* An authenticated peer's connection closed. */
-void node_rep_peer_closed(node_rep *nr, uint64_t client_id, const char *peer_id);
+void node_rep_peer_closed(node_rep *nr, const client *c, const char *peer_id);
 
 void node_rep_get_stats(node_rep *nr, node_rep_stats *out);
 /* INFO lines ("keel_rep_*" in # Replication: partitions by role and the

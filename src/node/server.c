@@ -7,6 +7,8 @@
  */
 #include "node/server.h"
 #include "node/walsync.h"
+#include "node/coordlink.h"
+#include <hiredis/hiredis.h>
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -65,7 +67,7 @@ static void on_close(void *arg, client *c) {
     client_conn_closed(s, c);
     blocking_conn_closed(s, c);
     node_conn *nc = c->user;
-    if (s->rep && nc) node_rep_peer_closed(s->rep, c->id, peerserve_peer(&nc->peer));
+    if (s->rep && nc) node_rep_peer_closed(s->rep, c, peerserve_peer(&nc->peer));
     move_conn_closed(s->mv, c);
 }
 
@@ -148,15 +150,61 @@ static void on_second(uv_timer_t *t) {
     }
 }
 
+/* SIGTERM on a node that leads RF > 1 partitions (contract C5): asks the
+ * coordinator to hand each one to an in-sync follower (KEEL.REP.HANDOFF),
+ * serving meanwhile (writes of a partition being handed over get
+ * -TRYAGAIN, then -MOVED), and stops when it answers or after 10 s. */
+#define HANDOFF_MS 10000
+
+static void handoff_closed(uv_handle_t *h) {
+    (void)h;
+}
+
+static void on_handoff_timeout(uv_timer_t *t) {
+    server *s = t->data;
+    keel_log(KEEL_LOG_WARN, "handoff_timeout", "ms=%d", HANDOFF_MS);
+    server_stop(s, s->stop_why);
+}
+
+static void on_handoff(void *arg, struct redisReply *r) {
+    server *s = arg;
+    if (s->stopping) return;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER)
+        keel_log(KEEL_LOG_INFO, "handoff_done", "moved=%lld left=%lld", r->element[0]->integer,
+                 r->element[1]->integer);
+    else
+        keel_log(KEEL_LOG_WARN, "handoff_failed", "reply=\"%s\"",
+                 !r                             ? "link down"
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "unexpected");
+    server_stop(s, s->stop_why);
+}
+
 static void on_signal(uv_signal_t *sig, int signum) {
+    server *s = sig->data;
     char why[64];
     snprintf(why, sizeof why, "signal=%s", strsignal(signum));
-    server_stop(sig->data, why);
+    if (signum == SIGTERM && !s->stopping && !s->handing_off && node_rep_leads_any(s->rep)) {
+        const char *argv[] = {"KEEL.REP.HANDOFF"};
+        snprintf(s->stop_why, sizeof s->stop_why, "%s", why);
+        if (coordlink_call(s->link, 1, argv, NULL, on_handoff, s) == 0) {
+            s->handing_off = 1;
+            uv_timer_init(s->loop, &s->handoff_timer);
+            s->handoff_timer.data = s;
+            uv_timer_start(&s->handoff_timer, on_handoff_timeout, HANDOFF_MS, 0);
+            keel_log(KEEL_LOG_INFO, "handoff_requested", "%s", why);
+            return;
+        }
+        keel_log(KEEL_LOG_WARN, "handoff_failed", "reply=\"not connected to the coordinator\"");
+    }
+    server_stop(s, why);
 }
 
 void server_stop(server *s, const char *why) {
     if (s->stopping) return;
     s->stopping = 1;
+    if (s->handing_off) uv_close((uv_handle_t *)&s->handoff_timer, handoff_closed);
     rserver_stats st;
     rserver_get_stats(s->rs, &st);
     keel_log(KEEL_LOG_INFO, "shutdown", "%s clients=%zu", why, st.clients);

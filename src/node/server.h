@@ -57,6 +57,9 @@ typedef struct server {
     moves *mv;              /* --coord: the move protocol (move.h) */
     struct node_rep *rep;   /* --coord: replication (rep_uv.h) */
     char incarnation[17];   /* this process's, hex (replication contract C3) */
+    uv_timer_t handoff_timer; /* SIGTERM: bounds the wait for KEEL.REP.HANDOFF */
+    int handing_off;          /* SIGTERM seen, waiting for the hand-off */
+    char stop_why[64];
     char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
     FILE *epoch_log;        /* --epoch-log */
     watch_tab *watch;       /* WATCHed keys (multi.c), NULL until the first WATCH */

@@ -84,12 +84,14 @@ typedef struct plan_ctx {
     pitem *items;
     int32_t *alive;
     size_t nitems;
-    double kb, kl, kc; /* w(p) = bytes*kb + load*kl + kc */
-    double mean;       /* plain mean utilisation: W_live / C_live */
-    double lambda;     /* water level: target = max(F, lambda * cap) */
-    double tavg2;      /* (mean node target)^2: gain unit */
-    double c_max;      /* largest capacity that may receive */
-    int32_t nracks;    /* racks with a live node (after start_heaps) */
+    double kb, kl, kc; /* w(p) = bytes*kb + load*kl + kc (RF 1) */
+    double kcb;        /* w(p) = bytes*kb + kcb for a replicated partition */
+    size_t repairs_cap, leads_cap;
+    double mean;    /* plain mean utilisation: W_live / C_live */
+    double lambda;  /* water level: target = max(F, lambda * cap) */
+    double tavg2;   /* (mean node target)^2: gain unit */
+    double c_max;   /* largest capacity that may receive */
+    int32_t nracks; /* racks with a live node (after start_heaps) */
     pheap src, dst;
     pmoved moved;
     double hi_fill, lo_fill; /* max fill of receivers, min fill of normal senders */
@@ -115,6 +117,19 @@ double plan__fill(const pnode *n);
 double plan__ratio(const plan_ctx *c, const pnode *n); /* u/mean for reports */
 void plan__stop(plan_result *r, plan_stop_code code, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* True for a partition whose load is its leader's alone (see planner.h). */
+bool plan__replicated(const plan_ctx *c, const plan_part *p);
+/* Live racks: racks with an up or draining node. */
+int32_t plan__live_racks(const plan_ctx *c);
+
+/* plan_repair.c: RF restoration into c->out->repairs, updating node weights.
+ * Returns 0 or KEEL_ENOMEM. Does nothing when settings.replicas is 0. */
+int plan__repair(plan_ctx *c);
+/* plan_lead.c: leadership transfers for leader-load skew into c->out->leads,
+ * at most budget of them (0 = no limit), with the episode's lead_active
+ * hysteresis. Returns 0 or KEEL_ENOMEM. */
+int plan__leads(plan_ctx *c, uint32_t budget);
 
 /* plan_greedy.c: the move loop. Returns 0 or KEEL_ENOMEM. */
 int plan__greedy(plan_ctx *c);

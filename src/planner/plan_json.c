@@ -189,15 +189,18 @@ static int parse_part(const cJSON *j, size_t i, plan_model *m, jerr *e) {
     return 0;
 }
 
-static const char *const settings_fields[] = {
-    "load_weight",     "start_ratio",       "stop_ratio", "max_moves_per_round", "min_gain",
-    "min_residence",   "min_residence_s",   "disk_low",   "disk_high",           "disk_flood",
-    "max_metrics_age", "max_metrics_age_s", NULL};
+static const char *const settings_fields[] = {"load_weight",     "start_ratio",
+                                              "stop_ratio",      "max_moves_per_round",
+                                              "min_gain",        "min_residence",
+                                              "min_residence_s", "disk_low",
+                                              "disk_high",       "disk_flood",
+                                              "max_metrics_age", "max_metrics_age_s",
+                                              "replicas",        NULL};
 
 static int parse_settings(const cJSON *j, plan_settings *s, jerr *e) {
     if (!j) return 0;
     if (!cJSON_IsObject(j)) return jfail(e, "settings: expected an object, got %s", jtype(j));
-    double mm = s->max_moves;
+    double mm = s->max_moves, rf = s->replicas;
     int rc;
     if ((rc = known_fields(j, settings_fields, "settings", e)) ||
         (rc = get_num(j, "load_weight", "settings", 0, &s->load_weight, e)) ||
@@ -211,8 +214,13 @@ static int parse_settings(const cJSON *j, plan_settings *s, jerr *e) {
         (rc = get_num(j, "disk_high", "settings", 0, &s->disk_high, e)) ||
         (rc = get_num(j, "disk_flood", "settings", 0, &s->disk_flood, e)) ||
         (rc = get_num(j, "max_metrics_age", "settings", 0, &s->max_metrics_age_s, e)) ||
-        (rc = get_num(j, "max_metrics_age_s", "settings", 0, &s->max_metrics_age_s, e)))
+        (rc = get_num(j, "max_metrics_age_s", "settings", 0, &s->max_metrics_age_s, e)) ||
+        (rc = get_num(j, "replicas", "settings", 0, &rf, e)))
         return rc;
+    if (rf != floor(rf) || rf > PLAN_MAX_REPLICAS)
+        return jfail(e, "settings.replicas: must be an integer 0..%d (0 = no repair)",
+                     PLAN_MAX_REPLICAS);
+    s->replicas = (uint8_t)rf;
     if (mm != floor(mm) || mm > UINT32_MAX)
         return jfail(e, "settings.max_moves_per_round: must be an integer (0 = no limit)");
     s->max_moves = (uint32_t)mm;
@@ -220,14 +228,15 @@ static int parse_settings(const cJSON *j, plan_settings *s, jerr *e) {
 }
 
 static int parse_episode(const cJSON *j, plan_episode *ep, jerr *e) {
-    static const char *const fields[] = {"active", "rounds", NULL};
+    static const char *const fields[] = {"active", "rounds", "lead_active", NULL};
     if (!j) return 0;
     if (!cJSON_IsObject(j)) return jfail(e, "episode: expected an object, got %s", jtype(j));
     double rounds = 0;
     int rc;
     if ((rc = known_fields(j, fields, "episode", e)) ||
         (rc = get_bool(j, "active", "episode", &ep->active, e)) ||
-        (rc = get_num(j, "rounds", "episode", 0, &rounds, e)))
+        (rc = get_num(j, "rounds", "episode", 0, &rounds, e)) ||
+        (rc = get_bool(j, "lead_active", "episode", &ep->lead_active, e)))
         return rc;
     ep->rounds = rounds > UINT32_MAX ? UINT32_MAX : (uint32_t)rounds;
     return 0;
@@ -338,7 +347,8 @@ static cJSON *settings_json(const plan_settings *s) {
         add_num(o, "max_moves_per_round", s->max_moves) || add_num(o, "min_gain", s->min_gain) ||
         add_num(o, "min_residence", s->min_residence_s) || add_num(o, "disk_low", s->disk_low) ||
         add_num(o, "disk_high", s->disk_high) || add_num(o, "disk_flood", s->disk_flood) ||
-        add_num(o, "max_metrics_age", s->max_metrics_age_s)) {
+        add_num(o, "max_metrics_age", s->max_metrics_age_s) ||
+        add_num(o, "replicas", s->replicas)) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -347,7 +357,8 @@ static cJSON *settings_json(const plan_settings *s) {
 
 static cJSON *episode_json(const plan_episode *ep) {
     cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddBoolToObject(o, "active", ep->active) || add_num(o, "rounds", ep->rounds)) {
+    if (!o || !cJSON_AddBoolToObject(o, "active", ep->active) || add_num(o, "rounds", ep->rounds) ||
+        !cJSON_AddBoolToObject(o, "lead_active", ep->lead_active)) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -402,6 +413,33 @@ static cJSON *move_json(const plan_model *m, const plan_move *mv) {
     return o;
 }
 
+static cJSON *repair_json(const plan_model *m, const plan_repair *rp) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o || add_num(o, "partition", (double)rp->part_id) ||
+        add_str(o, "action", rp->kind == PLAN_REPAIR_ADD ? "add" : "remove") ||
+        add_str(o, "node", m->nodes[rp->node].id) ||
+        (rp->replace >= 0 && add_str(o, "replaces", m->nodes[rp->replace].id)) ||
+        add_num(o, "live_replicas", rp->live) || add_num(o, "bytes", rp->bytes)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *lead_json(const plan_model *m, const plan_lead *ld) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o || add_num(o, "partition", (double)ld->part_id) ||
+        add_str(o, "from", m->nodes[ld->from].id) || add_str(o, "to", m->nodes[ld->to].id) ||
+        add_num(o, "load", ld->load) || add_num(o, "from_fill_before", ld->from_fill_before) ||
+        add_num(o, "from_fill_after", ld->from_fill_after) ||
+        add_num(o, "to_fill_before", ld->to_fill_before) ||
+        add_num(o, "to_fill_after", ld->to_fill_after)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 static cJSON *stop_json(const plan_stop *s) {
     cJSON *o = cJSON_CreateObject();
     if (!o || add_str(o, "key", s->key) || add_str(o, "text", s->text)) {
@@ -444,6 +482,15 @@ char *plan_result_to_json(const plan_model *m, const plan_result *r, int pretty)
     int rc = attach(root, "moves", moves = cJSON_CreateArray());
     for (size_t i = 0; i < r->nmoves && !rc; i++)
         rc = append(moves, move_json(m, &r->moves[i]));
+    cJSON *repairs, *leads;
+    if (!rc) rc = attach(root, "repairs", repairs = cJSON_CreateArray());
+    for (size_t i = 0; i < r->nrepairs && !rc; i++)
+        rc = append(repairs, repair_json(m, &r->repairs[i]));
+    if (!rc) rc = attach(root, "leadership_transfers", leads = cJSON_CreateArray());
+    for (size_t i = 0; i < r->nleads && !rc; i++)
+        rc = append(leads, lead_json(m, &r->leads[i]));
+    if (!rc) rc = add_num(root, "lead_imbalance_before", r->lead_imbalance_before);
+    if (!rc) rc = add_num(root, "lead_imbalance_after", r->lead_imbalance_after);
     if (!rc) rc = summary_json(root, r);
     if (!rc) rc = attach(root, "reasons_for_stopping", keys = cJSON_CreateArray());
     for (size_t i = 0; i < r->nstops && !rc; i++)

@@ -134,6 +134,9 @@ static int check_settings(const plan_settings *s, char *err, size_t cap) {
         return keel_errf(err, cap, KEEL_EINVAL,
                          "settings.disk_low/disk_high/disk_flood: need 0 < low <= high <= flood "
                          "<= 1");
+    if (s->replicas > PLAN_MAX_REPLICAS)
+        return keel_errf(err, cap, KEEL_EINVAL, "settings.replicas: must be 0..%d",
+                         PLAN_MAX_REPLICAS);
     if (!(s->max_metrics_age_s > 0) || isnan(s->max_metrics_age_s))
         return keel_errf(err, cap, KEEL_EINVAL, "settings.max_metrics_age: must be > 0");
     return 0;
@@ -268,20 +271,90 @@ int plan_model_check(const plan_model *m, char *err, size_t cap) {
 
 /* ---- Applying a plan ------------------------------------------------------ */
 
-int plan_apply(plan_model *m, const plan_result *r) {
+static int slot_of(const plan_part *p, int32_t node) {
+    for (int r = 0; r < p->nreplicas; r++)
+        if (p->replicas[r] == node) return r;
+    return -1;
+}
+
+/* One repair on p; KEEL_EINVAL when it does not fit p as it is now. */
+static int apply_repair(plan_part *p, const plan_repair *rp, size_t nnodes) {
+    if (rp->node < 0 || (size_t)rp->node >= nnodes) return KEEL_EINVAL;
+    if (rp->kind == PLAN_REPAIR_REMOVE) {
+        int r = slot_of(p, rp->node);
+        if (r <= 0 || p->nreplicas < 2) return KEEL_EINVAL; /* the leader stays */
+        memmove(&p->replicas[r], &p->replicas[r + 1],
+                (size_t)(p->nreplicas - r - 1) * sizeof p->replicas[0]);
+        p->replicas[--p->nreplicas] = -1;
+        p->lagging = (uint8_t)((p->lagging & ((1u << r) - 1)) | ((p->lagging >> (r + 1)) << r));
+        return 0;
+    }
+    if (rp->kind != PLAN_REPAIR_ADD || slot_of(p, rp->node) >= 0) return KEEL_EINVAL;
+    int r = rp->replace >= 0 ? slot_of(p, rp->replace) : p->nreplicas;
+    if (r < 0 || r >= PLAN_MAX_REPLICAS) return KEEL_EINVAL;
+    if (r == p->nreplicas) p->nreplicas++;
+    p->replicas[r] = rp->node;
+    p->lagging &= (uint8_t) ~(1u << r); /* as if it had caught up */
+    return 0;
+}
+
+static int apply_lead(plan_part *p, const plan_lead *ld) {
+    if (ld->replica == 0 || ld->replica >= p->nreplicas || p->replicas[0] != ld->from ||
+        p->replicas[ld->replica] != ld->to)
+        return KEEL_EINVAL;
+    p->replicas[ld->replica] = ld->from;
+    p->replicas[0] = ld->to;
+    return 0;
+}
+
+static int apply_all(plan_model *m, plan_part *parts, const plan_result *r) {
     for (size_t i = 0; i < r->nmoves; i++) {
         const plan_move *mv = &r->moves[i];
         if (mv->part >= m->nparts || mv->to < 0 || (size_t)mv->to >= m->nnodes) return KEEL_EINVAL;
-        const plan_part *p = &m->parts[mv->part];
+        plan_part *p = &parts[mv->part];
         if (mv->replica >= p->nreplicas || p->replicas[mv->replica] != mv->from) return KEEL_EINVAL;
-    }
-    for (size_t i = 0; i < r->nmoves; i++) {
-        plan_part *p = &m->parts[r->moves[i].part];
-        p->replicas[r->moves[i].replica] = r->moves[i].to;
+        p->replicas[mv->replica] = mv->to;
         p->since_last_move_s = 0;
     }
-    m->episode = r->episode;
+    for (size_t i = 0; i < r->nrepairs; i++) {
+        if (r->repairs[i].part >= m->nparts) return KEEL_EINVAL;
+        int rc = apply_repair(&parts[r->repairs[i].part], &r->repairs[i], m->nnodes);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < r->nleads; i++) {
+        if (r->leads[i].part >= m->nparts) return KEEL_EINVAL;
+        int rc = apply_lead(&parts[r->leads[i].part], &r->leads[i]);
+        if (rc) return rc;
+    }
     return 0;
+}
+
+/* Applied to a copy first, so that a plan that does not match leaves m
+ * unchanged. */
+int plan_apply(plan_model *m, const plan_result *r) {
+    if (!r->nrepairs && !r->nleads) { /* moves only: check all, then apply in place */
+        for (size_t i = 0; i < r->nmoves; i++) {
+            const plan_move *mv = &r->moves[i];
+            if (mv->part >= m->nparts || mv->to < 0 || (size_t)mv->to >= m->nnodes)
+                return KEEL_EINVAL;
+            const plan_part *p = &m->parts[mv->part];
+            if (mv->replica >= p->nreplicas || p->replicas[mv->replica] != mv->from)
+                return KEEL_EINVAL;
+        }
+        int rc = apply_all(m, m->parts, r);
+        if (!rc) m->episode = r->episode;
+        return rc;
+    }
+    plan_part *copy = malloc((m->nparts ? m->nparts : 1) * sizeof *copy);
+    if (!copy) return KEEL_ENOMEM;
+    memcpy(copy, m->parts, m->nparts * sizeof *copy);
+    int rc = apply_all(m, copy, r);
+    if (!rc) {
+        memcpy(m->parts, copy, m->nparts * sizeof *copy);
+        m->episode = r->episode;
+    }
+    free(copy);
+    return rc;
 }
 
 /* ---- Names ---------------------------------------------------------------- */

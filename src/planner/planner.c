@@ -35,8 +35,25 @@
 
 /* ---- Small helpers shared with plan_greedy.c ------------------------------ */
 
+bool plan__replicated(const plan_ctx *c, const plan_part *p) {
+    return p->nreplicas > 1 || c->s->replicas > 1;
+}
+
 double plan__weight(const plan_ctx *c, const plan_part *p) {
+    if (plan__replicated(c, p)) return p->bytes * c->kb + c->kcb;
     return p->bytes * c->kb + p->load * c->kl + c->kc;
+}
+
+int32_t plan__live_racks(const plan_ctx *c) {
+    int32_t n = 0;
+    for (size_t i = 0; i < c->N; i++) {
+        if (!c->nd[i].live) continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = c->nd[j].live && c->nd[j].rack == c->nd[i].rack;
+        n += !seen;
+    }
+    return n;
 }
 
 int plan__node_of(const plan_part *p, int r) {
@@ -74,22 +91,27 @@ static bool has_stop(const plan_result *r, plan_stop_code code) {
 
 /* ---- 1. Weights and node state -------------------------------------------- */
 
+/* The load term counts only RF 1 partitions (a replicated partition's load
+ * is its leader's, balanced by plan_lead.c); with none of those, the load
+ * term is absent. At RF 1 everywhere this is the plain formula of §8. */
 void plan__weight_constants(plan_ctx *c) {
     const plan_model *m = c->m;
-    double tb = 0, tl = 0, count = 0;
+    double tb = 0, tl = 0, count = 0, count1 = 0;
     for (size_t i = 0; i < m->nparts; i++) {
         const plan_part *p = &m->parts[i];
-        int k = p->nreplicas ? p->nreplicas : 1; /* an orphan will get one */
+        int k = p->nreplicas ? p->nreplicas : c->s->replicas > 1 ? c->s->replicas : 1;
         tb += p->bytes * k;
-        tl += p->load * k;
         count += k;
+        if (plan__replicated(c, p)) continue;
+        tl += p->load * k;
+        count1 += k;
     }
     double lw = c->s->load_weight;
     c->kb = tb > 0 ? 1.0 / tb : 0;
     c->kl = tl > 0 ? lw / tl : 0;
-    c->kc = 0;
-    if (count > 0 && tb <= 0) c->kc += 1.0 / count;
-    if (count > 0 && tl <= 0) c->kc += lw / count;
+    c->kcb = count > 0 && tb <= 0 ? 1.0 / count : 0;
+    c->kc = c->kcb;
+    if (count1 > 0 && tl <= 0) c->kc += lw / count1;
 }
 
 static int32_t rack_number(plan_ctx *c, char (*names)[PLAN_ID_MAX + 1], size_t i) {
@@ -517,6 +539,7 @@ static bool no_capacity(plan_ctx *c) {
 int plan_run(const plan_model *m, plan_result *out) {
     memset(out, 0, sizeof *out);
     out->episode = m->episode;
+    out->lead_imbalance_before = out->lead_imbalance_after = 1;
     int rc = plan_model_check(m, out->error, sizeof out->error);
     if (rc) return rc;
     if (m->nparts >= (1u << PLAN_PART_BITS)) {
@@ -533,11 +556,23 @@ int plan_run(const plan_model *m, plan_result *out) {
         out->min_ratio_after = out->min_ratio_before;
         goto done; /* the episode is carried over unchanged */
     }
+    if ((rc = plan__repair(&c))) goto done;
+    if (out->nrepairs) { /* redundancy first: balancing waits for the next round */
+        plan__stop(out, PLAN_STOP_REPAIRING, "repairing",
+                   "%zu replica repairs planned to restore RF %u; balancing waits for the next "
+                   "round",
+                   out->nrepairs, (unsigned)m->settings.replicas);
+        finish(&c);
+        goto done; /* the episode is carried over unchanged */
+    }
     if (episode_starts(&c)) {
         if ((rc = build_items(&c)) || (rc = plan__greedy(&c))) goto done;
         ran = true;
     }
     finish_episode(&c, ran);
+    /* Leadership transfers only in a round that moves no data: a move of a
+     * leader replica changes leader loads too, and transfers are cheap. */
+    if ((rc = plan__leads(&c, out->nmoves ? UINT32_MAX : m->settings.max_moves))) goto done;
     finish(&c);
 done:
     ctx_close(&c);
@@ -553,6 +588,8 @@ done:
 void plan_result_close(plan_result *r) {
     if (!r) return;
     free(r->moves);
+    free(r->repairs);
+    free(r->leads);
     free(r->util_before);
     free(r->util_after);
     memset(r, 0, sizeof *r);

@@ -27,6 +27,13 @@
  * u(n) = sum of w on n / capacity(n); every ratio this API reports is
  * u(n) / mean, where mean = (weight on live nodes) / (capacity of live nodes).
  *
+ * Replicated partitions (nreplicas > 1, or any partition when
+ * settings.replicas > 1) weigh their bytes term only, on every replica: their
+ * request load is served by the leader alone and is balanced by leadership
+ * transfers (plan_result.leads, no data copied), not by moving data. RF 1
+ * partitions weigh as above. A round with repairs (RF restoration,
+ * plan_result.repairs) plans nothing else: redundancy first, balance after.
+ *
  * Threads: none of these functions touch shared state. Distinct models may be
  * planned on distinct threads; one model must not be mutated while planned.
  */
@@ -38,7 +45,7 @@
 #include <stdint.h>
 
 #define PLAN_ID_MAX 64       /* longest node id or rack name, in bytes */
-#define PLAN_MAX_REPLICAS 5  /* replicas per partition (RF = 1 today) */
+#define PLAN_MAX_REPLICAS 7  /* replicas per partition (the map allows 1..7) */
 #define PLAN_MAX_STOPS 16    /* reasons_for_stopping kept per plan */
 #define PLAN_STOP_KEY_MAX 96 /* "stale-metrics:<node id>" fits */
 #define PLAN_STOP_TEXT_MAX 200
@@ -83,6 +90,9 @@ typedef struct plan_part {
     double bytes;                        /* >= 0 */
     double load;                         /* smoothed ops/s, >= 0 */
     double since_last_move_s;            /* >= 0; a never-moved partition: a large number */
+    uint8_t lagging;                     /* bit r set: replicas[r] is out of the ISR. A
+                                          * leadership transfer only goes to a replica
+                                          * in sync. 0 (all in sync) by default */
 } plan_part;
 
 typedef struct plan_settings {
@@ -98,13 +108,17 @@ typedef struct plan_settings {
     double disk_high;         /* above it the node sheds; 0.90 */
     double disk_flood;        /* above it the node sheds before anything else; 0.95 */
     double max_metrics_age_s; /* older metrics on a live node: no plan; default 3 */
+    uint8_t replicas;         /* target RF: partitions with fewer live replicas get more,
+                               * with more lose some (plan_repair below). 0 (default)
+                               * = no repair: every partition keeps its count */
 } plan_settings;
 
 /* Hysteresis carried from one round to the next: plan_run reads it from the
  * model and returns the next value in plan_result.episode. */
 typedef struct plan_episode {
-    bool active;     /* a rebalance episode is open */
-    uint32_t rounds; /* rounds the open episode has run (0 when closed) */
+    bool active;      /* a rebalance episode is open */
+    uint32_t rounds;  /* rounds the open episode has run (0 when closed) */
+    bool lead_active; /* a leader-load episode (leadership transfers) is open */
 } plan_episode;
 
 typedef struct plan_model {
@@ -185,17 +199,49 @@ typedef struct plan_move {
                      * partition fitted (granularity), see docs/planner.md */
 } plan_move;
 
+/* RF restoration (settings.replicas > 0). ADD puts a new replica of part on
+ * node; when replace >= 0 it stands in for the replica on that DOWN node,
+ * which the executor removes once the new one is in sync (add, then remove:
+ * redundancy never drops). REMOVE drops the replica on node (a DOWN node's
+ * first, then the follower on the fullest node; never the leader). */
+typedef enum { PLAN_REPAIR_ADD = 0, PLAN_REPAIR_REMOVE } plan_repair_kind;
+
+typedef struct plan_repair {
+    size_t part;      /* index into m->parts */
+    uint64_t part_id; /* m->parts[part].id */
+    plan_repair_kind kind;
+    int32_t node;    /* node index: where the replica is added / removed */
+    int32_t replace; /* ADD: node index of the DOWN replica it replaces, or -1 */
+    uint8_t live;    /* live replicas (not on DOWN nodes) before this repair */
+    double bytes;    /* the partition's bytes (copied for an ADD) */
+} plan_repair;
+
+/* A leadership transfer: replicas[replica] (node to, in sync) becomes the
+ * leader of part instead of replicas[0] (node from). No data moves. */
+typedef struct plan_lead {
+    size_t part;
+    uint64_t part_id;
+    uint8_t replica; /* slot of the new leader in replicas[] */
+    int32_t from, to;
+    double load;                             /* the partition's load */
+    double from_fill_before, to_fill_before; /* leader load / its target */
+    double from_fill_after, to_fill_after;
+} plan_lead;
+
 typedef enum {
-    PLAN_STOP_NO_TRIGGER = 0, /* "no-trigger": no episode, nothing to do */
-    PLAN_STOP_BALANCED,       /* "balanced": inside the dead band, episode over */
-    PLAN_STOP_BUDGET,         /* "budget": max_moves reached */
-    PLAN_STOP_NO_GAIN,        /* "no-gain": no allowed move gains > min_gain */
-    PLAN_STOP_NO_DESTINATION, /* "no-destination": nothing eligible below target */
-    PLAN_STOP_STALE_METRICS,  /* "stale-metrics:<node>": plan is empty */
-    PLAN_STOP_TOO_LARGE,      /* "partition-too-large:<id>": bigger than any node's share */
-    PLAN_STOP_STUCK,          /* "stuck:<node>": above target, nothing on it may move */
-    PLAN_STOP_DRAIN_BLOCKED,  /* "drain-blocked:<node>": partitions left that may not move */
-    PLAN_STOP_NO_CAPACITY,    /* "no-capacity": no live node with capacity > 0 */
+    PLAN_STOP_NO_TRIGGER = 0,   /* "no-trigger": no episode, nothing to do */
+    PLAN_STOP_BALANCED,         /* "balanced": inside the dead band, episode over */
+    PLAN_STOP_BUDGET,           /* "budget": max_moves reached */
+    PLAN_STOP_NO_GAIN,          /* "no-gain": no allowed move gains > min_gain */
+    PLAN_STOP_NO_DESTINATION,   /* "no-destination": nothing eligible below target */
+    PLAN_STOP_STALE_METRICS,    /* "stale-metrics:<node>": plan is empty */
+    PLAN_STOP_TOO_LARGE,        /* "partition-too-large:<id>": bigger than any node's share */
+    PLAN_STOP_STUCK,            /* "stuck:<node>": above target, nothing on it may move */
+    PLAN_STOP_DRAIN_BLOCKED,    /* "drain-blocked:<node>": partitions left that may not move */
+    PLAN_STOP_NO_CAPACITY,      /* "no-capacity": no live node with capacity > 0 */
+    PLAN_STOP_REPAIRING,        /* "repairing": RF restoration planned; no balancing this round */
+    PLAN_STOP_UNDER_REPLICATED, /* "under-replicated:<id>": no node may take a replica */
+    PLAN_STOP_LEADERS_BALANCED, /* "leaders-balanced": leader load inside the dead band */
 } plan_stop_code;
 
 typedef struct plan_stop {
@@ -220,6 +266,14 @@ typedef struct plan_result {
     double *util_before, *util_after; /* [nnodes] u/mean, owned; NAN for frozen
                                        * nodes, INFINITY for capacity 0 holding weight */
     size_t nnodes;
+    plan_repair *repairs; /* [nrepairs], owned: RF restoration, most urgent first */
+    size_t nrepairs;
+    plan_lead *leads; /* [nleads], owned: leadership transfers, planned only in a
+                       * round without moves or repairs */
+    size_t nleads;
+    /* Leader load (replicated partitions) max and min over target among
+     * nodes that may lead, before and after the transfers; 1.0 when none. */
+    double lead_imbalance_before, lead_imbalance_after;
     plan_episode episode; /* pass to the next round (plan_apply copies it) */
     plan_stop stops[PLAN_MAX_STOPS];
     size_t nstops;
@@ -240,10 +294,13 @@ int plan_run(const plan_model *m, plan_result *out);
 /* Frees out's arrays and zeroes it. Safe on a zeroed result. */
 void plan_result_close(plan_result *r);
 
-/* Applies r's moves to m as if they had completed at once: each moved
- * replica changes node, since_last_move_s becomes 0, and m->episode becomes
+/* Applies r's moves, repairs and leadership transfers to m as if they had
+ * completed at once: each moved replica changes node, since_last_move_s
+ * becomes 0; an ADD appends its replica (in the replaced DOWN replica's slot
+ * when replace >= 0), a REMOVE deletes its slot keeping the leader first; a
+ * transfer swaps replicas[0] with the new leader's slot. m->episode becomes
  * r->episode. r must come from plan_run on this model, unchanged since.
- * Returns 0 or KEEL_EINVAL (a move that does not match m). */
+ * Returns 0 or KEEL_EINVAL (an action that does not match m; m unchanged). */
 int plan_apply(plan_model *m, const plan_result *r);
 
 /* Places every orphaned partition (nreplicas == 0) of m: in decreasing weight
