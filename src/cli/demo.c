@@ -44,7 +44,7 @@
 #define DEMO_MAX_NODES 9
 #define REBALANCE_TIMEOUT_S 600
 #define HTTP_OFFSET 80    /* the coordinator's HTTP port is BASE+80, node i's metrics BASE+80+i */
-#define DEMO_RF_DEFAULT 1 /* copies of each partition (--replicas) */
+#define DEMO_RF_DEFAULT 3 /* copies of each partition (--replicas; 1 with --ha) */
 #define DEMO_DEAD_AFTER_MS 5000 /* node_dead_after_ms at RF > 1: RF is restored within the demo */
 
 int moves_render(redisContext *c, int all, int tty, const char *header); /* moves_watch.c */
@@ -62,6 +62,7 @@ typedef struct demo {
     int slot_port[16384];
     demo_ha ha; /* --ha */
     demo_rf rf; /* --replicas > 1: a node killed after the rebalance */
+    int replicas_given;
     /* --ha: the moves unfinished when the leader was killed, and how many
      * had committed by then */
     double inflight_at_kill[4096];
@@ -85,6 +86,7 @@ static int parse_flags(demo *d, int argc, char **argv) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(f, "--ha")) { /* takes no value */
             d->ha.on = 1;
+            if (!d->replicas_given) d->replicas = 1; /* the control plane's failover alone */
             i--;
             continue;
         }
@@ -112,7 +114,8 @@ static int parse_flags(demo *d, int argc, char **argv) {
                  : !strcmp(f, "--value-size") ? parse_num(f, v, 1, 1 << 20, &d->value_size)
                  : !strcmp(f, "--join")       ? parse_num(f, v, 0, 1, &d->join)
                  : !strcmp(f, "--partitions") ? parse_num(f, v, 16, 16384, &d->partitions)
-                 : !strcmp(f, "--replicas")   ? parse_num(f, v, 1, 7, &d->replicas)
+                 : !strcmp(f, "--replicas")
+                     ? (d->replicas_given = 1, parse_num(f, v, 1, 7, &d->replicas))
                  : !strcmp(f, "--exit-after")
                      ? parse_num(f, v, 1, 1000000, &d->exit_after)
                      : (fprintf(stderr, "keel demo: unknown flag %s\n", f), -1);
@@ -389,6 +392,12 @@ static spread measure_spread(demo *d, long nodes) {
     return sp;
 }
 
+/* A number field of o, or 0 when absent (replica moves carry fewer). */
+static double num_of(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
 typedef struct move_sum {
     int in_flight, committed, aborted;
     double bytes, max_pause;
@@ -399,13 +408,14 @@ static move_sum sum_moves(demo *d, double first_id) {
     move_sum m = {0};
     cJSON *arr = coord_json(d, "MOVES JSON ALL"), *o;
     cJSON_ArrayForEach(o, arr) {
-        if (cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble <= first_id) continue;
-        const char *st = cJSON_GetObjectItemCaseSensitive(o, "state")->valuestring;
-        const cJSON *pause = cJSON_GetObjectItemCaseSensitive(o, "write_pause_ms");
+        if (num_of(o, "id") <= first_id) continue;
+        const cJSON *stj = cJSON_GetObjectItemCaseSensitive(o, "state");
+        const char *st = cJSON_IsString(stj) ? stj->valuestring : "";
         if (!strcmp(st, "COMMITTED") || !strcmp(st, "DONE")) {
             m.committed++;
-            m.bytes += cJSON_GetObjectItemCaseSensitive(o, "total_bytes")->valuedouble;
-            if (cJSON_IsNumber(pause)) m.max_pause = fmax(m.max_pause, pause->valuedouble);
+            m.bytes += num_of(o, "total_bytes");
+            m.max_pause = fmax(m.max_pause, fmax(num_of(o, "write_pause_ms"),
+                                                 num_of(o, "transfer_pause_ms")));
         } else if (!strcmp(st, "ABORTED")) {
             m.aborted++;
         } else {
@@ -419,8 +429,7 @@ static move_sum sum_moves(demo *d, double first_id) {
 static double last_move_id(demo *d) {
     double id = 0;
     cJSON *arr = coord_json(d, "MOVES JSON ALL"), *o;
-    cJSON_ArrayForEach(o, arr) id =
-        fmax(id, cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble);
+    cJSON_ArrayForEach(o, arr) id = fmax(id, num_of(o, "id"));
     cJSON_Delete(arr);
     return id;
 }
@@ -578,6 +587,11 @@ int demo_main(int argc, char **argv, const char *self) {
     if (parse_flags(&d, argc, argv)) return 2;
     if (d.partitions & (d.partitions - 1)) {
         fprintf(stderr, "keel demo: --partitions must be a power of two from 16 to 16384\n");
+        return 2;
+    }
+    if (d.ha.on && d.replicas > 1) {
+        fprintf(stderr, "keel demo: --ha keeps one copy of each partition (--replicas 1): it "
+                        "shows the coordinators' failover; --replicas RF shows a node's\n");
         return 2;
     }
     if (d.join && d.nodes >= DEMO_MAX_NODES) {

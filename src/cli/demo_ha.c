@@ -123,8 +123,9 @@ int demo_ha_start(demo_ha *h, long base, const char *dir, const char *exe) {
     etcd_urls(h, urls, sizeof urls);
     char parts[16];
     snprintf(parts, sizeof parts, "%ld", h->partitions ? h->partitions : 1024);
-    char *init[] = {(char *)exe, "coord", "--init",       "--dir", init_dir,
-                    "--etcd",    urls,    "--partitions", parts,   NULL};
+    /* RF 1: --ha shows the control plane's failover; --replicas shows a node's */
+    char *init[] = {(char *)exe, "coord",        "--init", "--dir",      init_dir, "--etcd",
+                    urls,        "--partitions", parts,    "--replicas", "1",      NULL};
     int rc = -1;
     for (int t = 0; t < 60 && rc != 0; t++) { /* the members elect a leader first */
         char cmd[PATH_MAX + 16];

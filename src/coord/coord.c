@@ -88,10 +88,10 @@ const setting_def coord_settings[] = {
     {"latency_objective_ms", "50",
      "rebalancing waits while a node's p99 is above this (0 = never waits)", 0, 600000},
     /* Replication (coord_rf.h): both checked together by coord_rf_check_change.
-     * min_insync's real default depends on RF (coord_rf_get); "1" is it for
-     * RF 1, the only RF served today. */
-    {"replicas", "1", "copies of each partition (RF)", 1, 7},
-    {"min_insync", "1", "in-sync copies a write needs (default 2 for RF >= 3, else RF)", 1, 7},
+     * min_insync's real default depends on RF (coord_rf_get); "2" is it for
+     * the default RF 3. */
+    {"replicas", "3", "copies of each partition (RF)", 1, 7},
+    {"min_insync", "2", "in-sync copies a write needs (default 2 for RF >= 3, else RF)", 1, 7},
     {NULL, NULL, NULL, 0, 0},
 };
 

@@ -40,6 +40,7 @@ typedef struct rm {
     int64_t created_wall_ms; /* for people */
     uint64_t resign_us;      /* keel_mono_us() when the first RESIGN of this leader epoch went */
     double transfer_ms;      /* RESIGN sent -> leader change committed; < 0 none */
+    uint64_t total_bytes;    /* the partition's bytes when planned, if a replica is added */
     char reason[64];
     char abort_reason[128];
     void (*on_end)(coord *co, uint64_t id, const char *abort_reason, double transfer_ms, void *arg);
@@ -394,6 +395,7 @@ static int64_t create(coord *co, unsigned p, rmove_kind kind, const char *add, c
     m->mv.started_ms = coord_now(co);
     m->created_wall_ms = keel_wall_ms();
     m->transfer_ms = -1;
+    if (m->mv.add[0] && co->parts && p < co->partitions) m->total_bytes = co->parts[p].bytes;
     snprintf(m->reason, sizeof m->reason, "%s", reason ? reason : "operator");
     if ((rc = rmove_check(&m->mv, &part, err, cap))) {
         free(m);
@@ -532,6 +534,7 @@ static cJSON *rm_json(coord *co, const rm *m) {
     cJSON_AddNumberToObject(o, "age_s", (double)(end - m->mv.started_ms) / 1000.0);
     cJSON_AddNumberToObject(o, "started_at_ms", (double)m->created_wall_ms);
     if (m->transfer_ms >= 0) cJSON_AddNumberToObject(o, "transfer_pause_ms", m->transfer_ms);
+    cJSON_AddNumberToObject(o, "total_bytes", (double)m->total_bytes); /* copied to the new replica */
     return o;
 }
 

@@ -13,8 +13,8 @@
  * The switch. COORD_RF_SERVED_MAX is the largest RF a cluster may be set
  * to: KEEL_RF_MAX since step 4 (the coordinator's placement, ISR, leases
  * and failover, docs/replication.md) joined the node's write path (step
- * 3). COORD_RF_DEFAULT stays 1 (the issue asks 3) until the whole test
- * suite runs at the new default with the node's write path merged.
+ * 3). COORD_RF_DEFAULT is the issue's 3 (min_insync 2); a cluster that
+ * should keep one copy says --replicas 1 at --init.
  *
  * Threads: the coordinator's loop thread (the map store handle's).
  */
@@ -27,7 +27,7 @@
 #include "core/mapcodec.h"
 
 #define COORD_RF_SERVED_MAX KEEL_RF_MAX
-#define COORD_RF_DEFAULT 1 /* issue 11 says 3: once the suite passes at 3 */
+#define COORD_RF_DEFAULT 3 /* issue 11: three copies, min_insync 2 */
 
 struct coord;
 
