@@ -16,6 +16,7 @@
 #include "coord/coord_int.h"
 #include "coord/coord_move.h"
 #include "coord/coord_rebalance.h"
+#include "coord/coord_repmove.h"
 #include "coord/web_assets.h"
 #include "core/clock.h"
 #include "core/err.h"
@@ -363,6 +364,14 @@ static void moves_json(dash *d, cJSON *root) {
     cJSON_AddNumberToObject(c, "aborted_total", (double)mc.aborted_total);
     cJSON_AddNumberToObject(c, "bytes_total", (double)mc.bytes_total);
     cJSON_AddNumberToObject(c, "max_pause_ms", mc.max_pause_ms);
+    coord_repmove_counts rc; /* RF > 1: add-then-remove moves and leadership transfers */
+    coord_repmoves_counts(co, &rc);
+    cJSON *r = cJSON_AddObjectToObject(mv, "replica_counts");
+    cJSON_AddNumberToObject(r, "started_total", (double)rc.started);
+    cJSON_AddNumberToObject(r, "done_total", (double)rc.done);
+    cJSON_AddNumberToObject(r, "aborted_total", (double)rc.aborted);
+    cJSON_AddNumberToObject(r, "transfers_total", (double)rc.transfers);
+    cJSON_AddNumberToObject(r, "max_transfer_ms", rc.max_transfer_ms);
 }
 
 /* The planner's dry run, recomputed at most every PLAN_TTL_MS. */

@@ -41,8 +41,8 @@ typedef struct rlink {
     node_rep *nr;
     char id[KEEL_ID_MAX + 1];
     peerlink *pl;
-    int ready, dead; /* dead: went down; closed and told at the next tick */
-    kbuf q;          /* queued messages: [u32 argc] then argc x [u32 len][bytes] */
+    int ready, dead;    /* dead: went down; closed and told at the next tick */
+    kbuf q;             /* queued messages: [u32 argc] then argc x [u32 len][bytes] */
     uint64_t in_client; /* the newest incoming connection from this peer (client id) */
     uint64_t redial_us; /* no new dial before this (keel_mono_us) */
     unsigned fails;     /* consecutive downs, to keep the log readable */
@@ -317,9 +317,8 @@ static void check_drop(node_rep *nr, uint64_t now) {
         for (size_t i = 0; i < t->n && !drop; i++) {
             const seal_pair *sp = &t->pairs[i];
             if (pair_committed(nr, sp)) continue;
-            drop = pair_lost(nr, sp) ||
-                   (rep_read_check(nr->eng, sp->p) == REP_ENOLEASE &&
-                    now - t->since_us > 2 * nr->lease_ms * 1000ull);
+            drop = pair_lost(nr, sp) || (rep_read_check(nr->eng, sp->p) == REP_ENOLEASE &&
+                                         now - t->since_us > 2 * nr->lease_ms * 1000ull);
         }
     }
     if (!drop) return;
@@ -420,9 +419,14 @@ int node_rep_map_changed(node_rep *nr) {
     for (unsigned p = 0; p < nr->np && p < m->partitions; p++) {
         map_rep mr;
         keel_map_get_rep(m, p, &mr);
-        nr->rf[p] = mr.n;
+        /* A partition of a cluster whose writes need several copies (the map's
+         * min_insync > 1, written only at RF > 1) is replicated even while it
+         * has one replica (a new cluster with one node): its leader answers
+         * -NOREPLICAS until min_insync copies are in sync (issue 11). */
+        int replicated = mr.n > 1 || (mr.n == 1 && m->min_insync > 1);
+        nr->rf[p] = replicated && mr.n < 2 ? 2 : mr.n;
         rep_config c = {.leader_epoch = mr.leader_epoch, .part_epoch = mr.partition_epoch};
-        if (mr.n <= 1) { /* RF 1 (C1): the engine lets go of what it had */
+        if (!replicated) { /* RF 1 (C1): the engine lets go of what it had */
             if (rep_role(nr->eng, p) == REP_NONE) continue;
         } else if (mr.n > REP_RF_MAX) {
             keel_log(KEEL_LOG_ERROR, "rep_rf_unsupported", "partition=%u replicas=%u max=%d", p,
@@ -624,8 +628,8 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
         resp_w_error(&c->out, "ERR too many transfers at once; retry");
         return 0;
     }
-    *g = (resign){.active = 1, .p = (unsigned)p, .le = le, .c = c,
-                  .deadline_us = keel_mono_us() + RESIGN_US};
+    *g = (resign){
+        .active = 1, .p = (unsigned)p, .le = le, .c = c, .deadline_us = keel_mono_us() + RESIGN_US};
     memcpy(g->target, argv[4], len[4]);
     g->target[len[4]] = 0;
     nr->refuse_le[p] = le; /* no new write from now on */
@@ -636,8 +640,8 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
 
 /* ---- Life ------------------------------------------------------------------- */
 
-node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *incarnation,
-                       char *err, size_t cap) {
+node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *incarnation, char *err,
+                       size_t cap) {
     node_rep *nr = calloc(1, sizeof *nr);
     if (!nr) return snprintf(err, cap, "out of memory"), NULL;
     nr->s = s;
@@ -658,8 +662,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
                    .send = e_send,
                    .report = e_report,
                    .committed = e_committed};
-    if (!nr->rf || !nr->touched || !nr->tlist || !nr->refuse_le ||
-        !(nr->eng = rep_new(&env, 0))) {
+    if (!nr->rf || !nr->touched || !nr->tlist || !nr->refuse_le || !(nr->eng = rep_new(&env, 0))) {
         snprintf(err, cap, "out of memory starting replication");
         goto fail;
     }
