@@ -40,7 +40,7 @@ typedef struct admin_cmd {
     int positionals;        /* required positional arguments */
     int json, node, reason; /* flags it takes */
     const char *usage;
-    int listing; /* --all and --watch (moves) */
+    int listing;  /* --all and --watch (moves) */
     int failover; /* --to NODE and --unclean (failover) */
 } admin_cmd;
 

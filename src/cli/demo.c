@@ -414,8 +414,8 @@ static move_sum sum_moves(demo *d, double first_id) {
         if (!strcmp(st, "COMMITTED") || !strcmp(st, "DONE")) {
             m.committed++;
             m.bytes += num_of(o, "total_bytes");
-            m.max_pause = fmax(m.max_pause, fmax(num_of(o, "write_pause_ms"),
-                                                 num_of(o, "transfer_pause_ms")));
+            m.max_pause = fmax(m.max_pause,
+                               fmax(num_of(o, "write_pause_ms"), num_of(o, "transfer_pause_ms")));
         } else if (!strcmp(st, "ABORTED")) {
             m.aborted++;
         } else {

@@ -220,8 +220,7 @@ static void rf_text(coord *co, kbuf *b) {
         kbuf_printf(b, "  (%zu partitions under-replicated, %zu below min_insync)",
                     v.under_replicated, v.under_min_isr);
     if (co->rep && v.rf > 1)
-        kbuf_printf(b, "  failovers %llu (unclean %llu)",
-                    (unsigned long long)co->rep->failovers,
+        kbuf_printf(b, "  failovers %llu (unclean %llu)", (unsigned long long)co->rep->failovers,
                     (unsigned long long)co->rep->unclean_failovers);
     kbuf_printf(b, "\n");
 }

@@ -28,13 +28,13 @@ typedef struct member {
     int64_t failures_ms[4]; /* the last 4 times it went UP -> SUSPECT/DOWN (coord_now) */
     int liveness_pending;   /* a liveness write for it is submitted, not yet completed */
     /* Replication (coord_rep.h). */
-    int rep_proto;              /* registered with an incarnation: 5-element heartbeat replies */
-    int64_t lease_sent_ms;      /* coord_now() of the last lease-1 reply; 0 = none yet */
+    int rep_proto;               /* registered with an incarnation: 5-element heartbeat replies */
+    int64_t lease_sent_ms;       /* coord_now() of the last lease-1 reply; 0 = none yet */
     uint64_t lease_hold_version; /* lease 0 until it reports a map version >= this */
-    char incarnation[17];       /* the process's, as registered; "" = unknown */
-    char map_incarnation[17];   /* the one the map lists (C3: once its consequences commit) */
-    int incarnation_pending;    /* a new incarnation whose consequences are being committed */
-    int incarnation_bumping;    /* its map version bump is in flight */
+    char incarnation[17];        /* the process's, as registered; "" = unknown */
+    char map_incarnation[17];    /* the one the map lists (C3: once its consequences commit) */
+    int incarnation_pending;     /* a new incarnation whose consequences are being committed */
+    int incarnation_bumping;     /* its map version bump is in flight */
 } member;
 
 /* Per-partition metrics from the owner's heartbeats. */

@@ -534,7 +534,8 @@ static cJSON *rm_json(coord *co, const rm *m) {
     cJSON_AddNumberToObject(o, "age_s", (double)(end - m->mv.started_ms) / 1000.0);
     cJSON_AddNumberToObject(o, "started_at_ms", (double)m->created_wall_ms);
     if (m->transfer_ms >= 0) cJSON_AddNumberToObject(o, "transfer_pause_ms", m->transfer_ms);
-    cJSON_AddNumberToObject(o, "total_bytes", (double)m->total_bytes); /* copied to the new replica */
+    cJSON_AddNumberToObject(o, "total_bytes",
+                            (double)m->total_bytes); /* copied to the new replica */
     return o;
 }
 

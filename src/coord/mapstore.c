@@ -654,15 +654,15 @@ static int r_partition_set_isr(mapstore *ms, ms_job *j) {
 static int r_partition_set_replicas(mapstore *ms, ms_job *j) {
     const char *ids[KEEL_RF_MAX];
     size_t n = w_list(&j->w, ids);
-    int rc = ms->ops->partition_set_replicas(ms, j->w.partition, j->w.expected_pe, ids, n,
-                                           &j->r.part);
+    int rc =
+        ms->ops->partition_set_replicas(ms, j->w.partition, j->w.expected_pe, ids, n, &j->r.part);
     if (!rc) j->r.version = ms->ops->version(ms->impl);
     return rc;
 }
 
 static int r_partition_set_leader(mapstore *ms, ms_job *j) {
     int rc = ms->ops->partition_set_leader(ms, j->w.partition, j->w.expected_pe, j->w.ids[0],
-                                         j->w.value, &j->r.part);
+                                           j->w.value, &j->r.part);
     if (!rc) j->r.version = ms->ops->version(ms->impl);
     return rc;
 }
@@ -806,8 +806,8 @@ const ms_wop ms_wops[MAPSTORE_W_NKINDS] = {
     [MAPSTORE_W_SETTING_UNSET] = {"setting_unset", c_setting_unset, r_setting_unset,
                                   a_setting_unset},
     [MAPSTORE_W_RELOAD] = {"reload", c_none, r_reload, a_none},
-    [MAPSTORE_W_PARTITION_SET_ISR] = {"partition_set_isr", c_partition_set_isr,
-                                      r_partition_set_isr, a_partition_cas},
+    [MAPSTORE_W_PARTITION_SET_ISR] = {"partition_set_isr", c_partition_set_isr, r_partition_set_isr,
+                                      a_partition_cas},
     [MAPSTORE_W_PARTITION_SET_REPLICAS] = {"partition_set_replicas", c_partition_set_replicas,
                                            r_partition_set_replicas, a_partition_cas},
     [MAPSTORE_W_PARTITION_SET_LEADER] = {"partition_set_leader", c_partition_set_leader,

@@ -374,8 +374,7 @@ KEEL_MUST_CHECK int mapstore_partition_set_replicas(mapstore *ms, unsigned p, ui
  * be NULL). Errors: KEEL_ERANGE, KEEL_EINVAL (bad id, p unowned, leader not
  * a replica of p), KEEL_EAGAIN (partition epoch not expected_pe). */
 KEEL_MUST_CHECK int mapstore_partition_set_leader(mapstore *ms, unsigned p, uint64_t expected_pe,
-                                                  const char *leader, int old_in_isr,
-                                                  uint64_t *pe);
+                                                  const char *leader, int old_in_isr, uint64_t *pe);
 /* Adds one to the map version and changes nothing else: what nodes see
  * that the store does not hold (a setting they apply, min_insync and
  * replica_lease_ms; a node's incarnation, kept by the coordinator in
