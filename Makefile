@@ -18,7 +18,7 @@ DEB_PKGS := build-essential cmake pkg-config clang libclang-rt-14-dev \
 # separate npm package (not listed: it conflicts with NodeSource's nodejs).
 PLAYWRIGHT := playwright-core@1.65.1
 
-.PHONY: all deps npm-deps build build-asan test demo bench clean format sim-soak compat
+.PHONY: all deps npm-deps build build-asan test demo bench clean format sim-soak fuzz-soak compat
 
 all: build
 
@@ -65,6 +65,13 @@ sim-soak: build
 	MOVESIM_SECONDS=$(SECONDS) ./$(BUILD)/test-movesim; m=$$?; \
 	wait $$d; dd=$$?; wait $$r; rr=$$?; \
 	[ $$m -eq 0 ] && [ $$dd -eq 0 ] && [ $$rr -eq 0 ]
+
+# Both fuzzers for SECONDS each (default 60), side by side, on temporary
+# copies of their corpora; a finding prints its input (tests/fuzz/run_bounded.sh).
+fuzz-soak: build
+	@./tests/fuzz/run_bounded.sh ./$(BUILD)/fuzz_resp tests/fuzz/corpus $(SECONDS) & r=$$!; \
+	./tests/fuzz/run_bounded.sh ./$(BUILD)/fuzz_keel tests/fuzz/corpus_keel $(SECONDS); k=$$?; \
+	wait $$r; rr=$$?; [ $$k -eq 0 ] && [ $$rr -eq 0 ]
 
 # Redis 7.0.15's own test files, unmodified, from ../shared when present,
 # against a fresh keel node and a fresh redis-server per file; prints the
