@@ -130,21 +130,36 @@ static int remember_move(plan_ctx *c, uint32_t part, int rep, int32_t to) {
 }
 
 /* May item it go to node d? Disk below low after the move; for replicated
- * partitions, no second replica on d and, with enough racks, none in d's rack. */
-static bool allowed(const plan_ctx *c, const pitem *it, int32_t d) {
+ * partitions, no second replica on d and, with enough racks, none in d's rack.
+ * FIT_OK, FIT_DISK, or FIT_PLACED (d or its rack already holds a replica). */
+enum { FIT_OK = 0, FIT_DISK, FIT_PLACED };
+static int allowed(const plan_ctx *c, const pitem *it, int32_t d) {
     const plan_part *p = &c->m->parts[it->part];
     const plan_node *dn = &c->m->nodes[d];
     if (dn->disk_capacity > 0 && c->nd[d].disk + p->bytes > c->s->disk_low * dn->disk_capacity)
-        return false;
-    if (p->nreplicas <= 1) return true;
+        return FIT_DISK;
+    if (p->nreplicas <= 1) return FIT_OK;
     const int32_t *reps = current_replicas(c, it->part);
     bool racks = c->nracks >= p->nreplicas; /* enough racks to spread */
     for (int k = 0; k < p->nreplicas; k++) {
         if (k == (int)it->rep) continue;
-        if (reps[k] == d) return false;
-        if (racks && c->nd[reps[k]].rack == c->nd[d].rack) return false;
+        if (reps[k] == d) return FIT_PLACED;
+        if (racks && c->nd[reps[k]].rack == c->nd[d].rack) return FIT_PLACED;
     }
-    return true;
+    return FIT_OK;
+}
+
+/* Candidates a (source, destination) pair looks at. A candidate refused
+ * because d already holds a replica of it (or one sits in d's rack) does not
+ * use up a try: at RF > 1 the heaviest partitions of every source are often
+ * the same ones (3 nodes at RF 3 all hold every partition), and once the
+ * destination has taken them from one source, the next source's first
+ * PLAN_TRY_ITEMS candidates would all be refused and it would stop, stuck,
+ * far above its target (keel demo at RF 3 stayed at 1.27x). Those skips are
+ * bounded by PLAN_SKIP_ITEMS so that a step stays cheap. */
+static bool next_try(int fit, int *tries, int *skips) {
+    if (fit == FIT_PLACED) return ++*skips < PLAN_SKIP_ITEMS;
+    return ++*tries < PLAN_TRY_ITEMS;
 }
 
 /* ---- Choosing a move ------------------------------------------------------ */
@@ -171,8 +186,10 @@ static bool pick_fit(plan_ctx *c, int32_t s, int32_t d, bool forced, choice *ch)
     double cap = forced ? deficit : fmin(S->W - S->T, deficit);
     if (cap <= 0) return false;
     int64_t i = live_at_or_below(c, S, upper_bound(c, S, cap) - 1);
-    for (int tries = 0; i >= S->lo && tries < PLAN_TRY_ITEMS; tries++) {
-        if (allowed(c, &c->items[i], d)) {
+    int tries = 0, skips = 0;
+    while (i >= S->lo) {
+        int fit = allowed(c, &c->items[i], d);
+        if (fit == FIT_OK) {
             if (!forced && gain_of(S, D, c->items[i].w) <= gain_floor(c)) {
                 c->refused = true;
                 return false;
@@ -180,6 +197,7 @@ static bool pick_fit(plan_ctx *c, int32_t s, int32_t d, bool forced, choice *ch)
             *ch = (choice){i, d, false};
             return true;
         }
+        if (!next_try(fit, &tries, &skips)) break;
         i = live_at_or_below(c, S, i - 1);
     }
     return false;
@@ -202,14 +220,16 @@ static bool pick_overshoot(plan_ctx *c, int32_t s, int32_t d, bool forced, choic
     /* Coldest of the smallest run first, then leftwards, then rightwards. */
     int64_t run_end = upper_bound(c, S, c->items[S->first].w) - 1;
     int64_t i = live_at_or_below(c, S, run_end), right = run_end + 1;
-    for (int tries = 0; tries < PLAN_TRY_ITEMS; tries++) {
+    int tries = 0, skips = 0;
+    for (;;) {
         if (i < S->lo) {
             while (right < S->hi && c->alive[right] != right)
                 right++;
             if (right >= S->hi) return false;
             i = right++;
         }
-        if (allowed(c, &c->items[i], d)) {
+        int fit = allowed(c, &c->items[i], d);
+        if (fit == FIT_OK) {
             if (!forced && !overshoot_ok(c, S, D, c->items[i].w)) {
                 c->refused = true;
                 return false;
@@ -217,9 +237,9 @@ static bool pick_overshoot(plan_ctx *c, int32_t s, int32_t d, bool forced, choic
             *ch = (choice){i, d, true};
             return true;
         }
+        if (!next_try(fit, &tries, &skips)) return false;
         i = i <= run_end ? live_at_or_below(c, S, i - 1) : (int64_t)S->lo - 1;
     }
-    return false;
 }
 
 /* ---- Applying a move ------------------------------------------------------ */

@@ -25,9 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PLAN_PART_BITS 29 /* items pack a part index in 29 bits */
-#define PLAN_TRY_ITEMS 64 /* candidates tried per (source, destination) */
-#define PLAN_TRY_DESTS 8  /* destinations tried per source step */
+#define PLAN_PART_BITS 29    /* items pack a part index in 29 bits */
+#define PLAN_TRY_ITEMS 64    /* candidates tried per (source, destination) */
+#define PLAN_TRY_DESTS 8     /* destinations tried per source step */
+#define PLAN_SKIP_ITEMS 4096 /* candidates already placed on the destination, skipped */
 
 enum { CLS_NONE = -1, CLS_NORMAL = 0, CLS_DISK_HIGH = 1, CLS_DRAIN = 2, CLS_FLOOD = 3 };
 

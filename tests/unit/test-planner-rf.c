@@ -88,6 +88,45 @@ static void fifth_node_rf3(void **st) {
     plan_model_close(&m);
 }
 
+/* A fourth node joins a 3-node RF 3 cluster, 1024 partitions, no move
+ * budget (keel demo's shape: every node holds every partition, so every
+ * source's heaviest partitions are the same ones). The first round reaches
+ * the dead band: no source stops "stuck" because the destination already
+ * holds its first candidates (it did, at 1.21x, before PLAN_SKIP_ITEMS). */
+static void fourth_node_rf3(void **st) {
+    plan_model m;
+    plan_result r;
+    plan_model_init(&m);
+    fx_nodes(&m, 3, 1, 0);
+    for (int i = 0; i < 1024; i++)
+        rf3_part(&m, i % 3, (i + 1) % 3, (i + 2) % 3, 1000 + (i * 37) % 200, 5 + (i * 13) % 7);
+    m.settings.replicas = 3;
+    m.settings.max_moves = 0; /* keel demo: max_moves_per_round 0 */
+    fx_nodes(&m, 1, 1, 0);
+    double floor = -1, moved = 0;
+    int rounds = 0;
+    for (; rounds < 10; rounds++) {
+        size_t n = fx_round(&m, &r);
+        if (floor < 0) floor = r.floor_bytes;
+        moved += r.moved_bytes;
+        for (size_t k = 0; k < r.nstops; k++) {
+            if (!strncmp(r.stops[k].key, "stuck", 5)) print_message("%s\n", r.stops[k].text);
+            assert_true(strncmp(r.stops[k].key, "stuck", 5) != 0);
+        }
+        plan_result_close(&r);
+        if (!n) break;
+    }
+    check_replicas(&m, 3);
+    double ratio = fx_bytes_ratio(&m);
+    printf("fourth node, RF 3: %d planning round(s) with moves, floor %.0f, moved %.0f, "
+           "moved/floor %.3f, max/mean bytes %.3f\n",
+           rounds, floor, moved, moved / floor, ratio);
+    assert_int_equal(rounds, 1);
+    assert_true(moved / floor <= 1.1);
+    assert_true(ratio <= 1.10);
+    plan_model_close(&m);
+}
+
 /* A replicated partition's load is its leader's: leader-load skew on a
  * byte-balanced cluster gives leadership transfers to in-sync followers and
  * no data move; a lagging follower is never chosen. */
@@ -344,6 +383,7 @@ static void rf1_load_still_counts(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fifth_node_rf3),
+        cmocka_unit_test(fourth_node_rf3),
         cmocka_unit_test(leader_skew_transfers),
         cmocka_unit_test(leaders_balanced_no_transfer),
         cmocka_unit_test(restore_rf_after_node_loss),
