@@ -339,10 +339,38 @@ nodes:
     return -1;
 }
 
+/* Stops pids[from..to] with SIGTERM at once, then SIGKILL to any still
+ * running after wait_s. */
+static void stop_pids(demo *d, long from, long to, int wait_s) {
+    for (long i = from; i <= to; i++)
+        if (d->pids[i] > 0) kill(d->pids[i], SIGTERM);
+    uint64_t deadline = keel_mono_us() + (uint64_t)wait_s * 1000000u;
+    for (long i = from; i <= to; i++) {
+        if (d->pids[i] <= 0) continue;
+        while (waitpid(d->pids[i], NULL, WNOHANG) == 0) {
+            if (keel_mono_us() > deadline) {
+                kill(d->pids[i], SIGKILL);
+                waitpid(d->pids[i], NULL, 0);
+                break;
+            }
+            usleep(20 * 1000);
+        }
+        d->pids[i] = 0;
+    }
+}
+
+/* The nodes first, all at once (at RF > 1 each hands off its leaderships
+ * through the coordinator, up to 10 s), then the coordinator.
+ * KEEL_DEMO_KEEP=1 keeps the data and logs directory. */
 static void stop_cluster(demo *d) {
-    for (long i = DEMO_MAX_NODES; i >= 0; i--)
-        if (d->pids[i] > 0) kill(d->pids[i], SIGTERM), waitpid(d->pids[i], NULL, 0);
+    stop_pids(d, 1, DEMO_MAX_NODES, 15);
+    stop_pids(d, 0, 0, 5);
     if (d->ha.on) demo_ha_stop(&d->ha);
+    const char *keep = getenv("KEEL_DEMO_KEEP");
+    if (keep && !strcmp(keep, "1")) {
+        printf("data and logs kept in %s (KEEL_DEMO_KEEP=1)\n", d->dir);
+        return;
+    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
     if (system(cmd) != 0) fprintf(stderr, "keel demo: could not remove %s\n", d->dir);
@@ -691,6 +719,7 @@ int demo_main(int argc, char **argv, const char *self) {
                (unsigned long long)load.c.tryagain);
         printf("client errors               %llu (wrong reads %llu)\n",
                (unsigned long long)load.c.errors, (unsigned long long)load.wrong_reads);
+        if (load.c.errors) printf("  last client error         %s\n", load.c.last_error);
         printf("lost writes                 %ld of %ld keys checked\n", lost, checked);
         if (lost || load.c.errors || load.wrong_reads || secs < 0) status = 1;
         if (d.ha.on && ha_summary(&d, &ms)) status = 1;

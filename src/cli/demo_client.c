@@ -70,8 +70,8 @@ void *dcc_command(dcc *c, int argc, const char **argv, const size_t *lens) {
     size_t klen = lens ? lens[1] : strlen(argv[1]);
     unsigned slot = keel_key_slot(argv[1], klen);
     uint64_t t0 = keel_mono_us();
-    int refused = 0;
-    for (int attempt = 0; attempt < ATTEMPTS && keel_mono_us() - t0 < GIVE_UP_US; attempt++) {
+    int refused = 0, moved = 0, tryagain = 0, lost = 0, attempt = 0;
+    for (; attempt < ATTEMPTS && keel_mono_us() - t0 < GIVE_UP_US; attempt++) {
         int port = c->slot_port[slot] ? c->slot_port[slot] : c->base + 1;
         redisContext *r = node_ctx(c, port);
         if (!r || refused >= 2) { /* that node is gone: ask the others (a failover) */
@@ -83,7 +83,7 @@ void *dcc_command(dcc *c, int argc, const char **argv, const size_t *lens) {
         redisReply *rep = redisCommandArgv(r, argc, argv, lens);
         if (!rep) { /* lost: reconnect and retry */
             drop_ctx(c, port);
-            refused++;
+            refused++, lost++;
             usleep(10000);
             continue;
         }
@@ -92,10 +92,11 @@ void *dcc_command(dcc *c, int argc, const char **argv, const size_t *lens) {
             if (colon) c->slot_port[slot] = (uint16_t)atoi(colon + 1);
             c->moved++;
             freeReplyObject(rep);
+            if (++moved > 2) usleep(2000);
             continue;
         }
         if (rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "TRYAGAIN", 8)) {
-            c->tryagain++;
+            c->tryagain++, tryagain++;
             freeReplyObject(rep);
             usleep(5000);
             continue;
@@ -103,6 +104,10 @@ void *dcc_command(dcc *c, int argc, const char **argv, const size_t *lens) {
         return rep;
     }
     c->errors++;
+    snprintf(c->last_error, sizeof c->last_error,
+             "%s %.*s gave up after %.1f s and %d attempts (%d -MOVED, %d -TRYAGAIN, %d lost)",
+             argv[0], (int)(klen > 40 ? 40 : klen), argv[1], (double)(keel_mono_us() - t0) / 1e6,
+             attempt, moved, tryagain, lost);
     return NULL;
 }
 

@@ -29,13 +29,18 @@ typedef struct dcc {
     uint16_t slot_port[16384];    /* 0 = unknown */
     void *ctx[DCC_MAX_NODES + 1]; /* redisContext per node index */
     uint64_t moved, tryagain, reconnects, errors;
+    char last_error[160]; /* why the last give-up gave up */
 } dcc;
 
 /* Learns the slot table from any node that answers. Returns slots known. */
 int dcc_init(dcc *c, int base, int nodes);
 void dcc_close(dcc *c);
-/* One command on key (argv[1] must be the key). Returns the reply (caller
- * frees with freeReplyObject) or NULL after giving up (counted in errors). */
+/* One command on key (argv[1] must be the key). Follows -MOVED (pausing
+ * 2 ms from the third redirect of one command on: during a leadership change
+ * the old and the new leader can point at each other until both have the
+ * new map) and retries -TRYAGAIN and lost connections for up to 15 s.
+ * Returns the reply (caller frees with freeReplyObject) or NULL after giving
+ * up (counted in errors, the reason in last_error). */
 void *dcc_command(dcc *c, int argc, const char **argv, const size_t *lens);
 
 enum { DLOAD_BEFORE, DLOAD_DURING, DLOAD_AFTER, DLOAD_PHASES };
