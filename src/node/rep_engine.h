@@ -63,11 +63,19 @@
 #define REP_TICK_MS 20 /* the binding calls rep_tick this often */
 #define REP_LAG_MAX_MS                                                                             \
     1000 /* replica_lag_max_ms: a follower not caught up for this long leaves the ISR */
-#define REP_LEASE_MS 400 /* default of rep_set_lease_ms (the simulator's lease) */
+#define REP_LEASE_MS 400     /* default of rep_set_lease_ms (the simulator's lease) */
 #define REP_SUB_RETRY_MS 200 /* an unanswered SUB is sent again */
 #define REP_WINDOW 64        /* batches in flight to one follower */
 #define REP_LOG_KEEP 512     /* batches the leader retains for catch-up */
 #define REP_COPY_CHUNK (64u << 10)
+/* Full copies a leader sends at once, over all its partitions; more wait. */
+#define REP_COPY_MAX 4
+/* A copy to a follower that started again before the last one finished
+ * waits REP_COPY_BACKOFF_MS, doubling per restart up to REP_COPY_BACKOFF_MAX_MS
+ * (resync storms: a follower that keeps refusing or losing copies must not
+ * keep its leader copying). */
+#define REP_COPY_BACKOFF_MS 500
+#define REP_COPY_BACKOFF_MAX_MS 5000
 
 typedef struct rep rep;
 
@@ -148,6 +156,8 @@ int rep_tick(rep *r);
 typedef struct rep_stats {
     uint64_t batches_sent, batches_applied, copies_sent, copies_received, truncations;
     uint64_t isr_proposals;
+    uint64_t copies_deferred; /* copy requests held by REP_COPY_MAX or the backoff */
+    unsigned copies_active;   /* full copies being sent now */
 } rep_stats;
 void rep_get_stats(const rep *r, rep_stats *out);
 

@@ -113,8 +113,12 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
          * could lose acknowledged writes (the leader has it removed first). */
         if (pp->fstate != F_SUBSCRIBING && pp->fstate != F_STREAMING) return 0;
         if (rep_in_isr(pp, r->env.self_id)) {
+            /* The leader's map has this node out of the ISR, this node's not
+             * yet: ask again at the next retry (REP_SUB_RETRY_MS), not now,
+             * or the two would trade copies and refusals until the maps meet. */
             pp->want_copy = 1;
-            sub(r, pp);
+            pp->fstate = F_SUBSCRIBING;
+            pp->sub_us = rep_now(r);
             return 0;
         }
         if (clen % 16 || clen / 16 > REP_EC_MAX) return KEEL_EPROTO;

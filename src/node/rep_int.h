@@ -39,6 +39,9 @@ typedef struct rep_peer {
     size_t curlen;
     uint64_t snap_pos;
     int snap_first;
+    int copy_wanted;        /* a copy is due but held (REP_COPY_MAX, backoff) */
+    unsigned copy_restarts; /* copies started since the follower last acknowledged one */
+    uint64_t copy_started_us;
 } rep_peer;
 
 enum { F_IDLE, F_SUBSCRIBING, F_STREAMING, F_COPYING };
@@ -56,7 +59,7 @@ typedef struct rep_part {
     int nec;
     /* Leader. */
     int capture; /* >= 0: this partition's writes are captured (the shared capture) */
-    kbuf pend; /* this turn's records */
+    kbuf pend;   /* this turn's records */
     rep_batch *log;
     size_t nlog, caplog; /* retained batches, positions log[0].pos.. end */
     rep_peer peers[REP_RF_MAX];
@@ -83,7 +86,7 @@ struct rep {
     int capture;
     unsigned nparts;
     rep_part *parts;
-    rep_stats st;
+    rep_stats st; /* st.copies_active: peers with a snapshot, over all parts */
 };
 
 static inline uint64_t rep_now(const rep *r) {

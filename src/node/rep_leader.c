@@ -60,7 +60,8 @@ static void on_change(void *arg, unsigned slot, const char *key, size_t klen, co
 }
 
 static void peer_copy_end(rep *r, rep_peer *pe) {
-    (void)r;
+    if (pe->snap && r->st.copies_active) r->st.copies_active--;
+    pe->copy_wanted = 0;
     store_snapshot_free(pe->snap);
     pe->snap = NULL;
     free(pe->cursor);
@@ -269,8 +270,30 @@ static int copy_some(rep *r, rep_part *pp, rep_peer *pe) {
     return 0;
 }
 
+/* How long a copy to pe waits after the last one started, when that one
+ * did not arrive: REP_COPY_BACKOFF_MS doubling per restart, at most
+ * REP_COPY_BACKOFF_MAX_MS; none for a first copy. */
+static uint64_t copy_backoff_us(const rep_peer *pe) {
+    if (!pe->copy_restarts) return 0;
+    unsigned sh = pe->copy_restarts - 1 > 5 ? 5 : pe->copy_restarts - 1;
+    uint64_t ms = (uint64_t)REP_COPY_BACKOFF_MS << sh;
+    return (ms > REP_COPY_BACKOFF_MAX_MS ? REP_COPY_BACKOFF_MAX_MS : ms) * 1000;
+}
+
+static int copy_may_start(const rep *r, const rep_peer *pe, uint64_t now) {
+    return r->st.copies_active < REP_COPY_MAX &&
+           (!pe->copy_restarts || now >= pe->copy_started_us + copy_backoff_us(pe));
+}
+
 static void start_copy(rep *r, rep_part *pp, rep_peer *pe) {
     peer_copy_end(r, pe);
+    uint64_t now = rep_now(r);
+    if (!copy_may_start(r, pe, now)) {
+        pe->copy_wanted = 1; /* leader_tick starts it */
+        pe->streaming = 0;
+        r->st.copies_deferred++;
+        return;
+    }
     /* The turn so far is written out first: its records are in the snapshot
      * and again in batch end+1, which re-applies them (absolute values). */
     pe->snap = store_snapshot_new(r->env.st);
@@ -278,6 +301,9 @@ static void start_copy(rep *r, rep_part *pp, rep_peer *pe) {
         pe->streaming = 0;
         return;
     }
+    r->st.copies_active++;
+    pe->copy_restarts++; /* back to 0 when the follower acknowledges the copy */
+    pe->copy_started_us = now;
     pe->snap_pos = pp->end;
     pe->snap_first = 1;
     pe->streaming = 1;
@@ -430,6 +456,8 @@ void leader_on_ack(rep *r, rep_part *pp, const char *from, uint64_t pos) {
     if (!pe || !pe->streaming) return;
     if (pos > pp->end) pos = pp->end; /* cannot be: it holds only what we sent */
     if (pos > pe->acked) pe->acked = pos;
+    if (!pe->snap && pe->copy_restarts && pe->acked >= pe->snap_pos)
+        pe->copy_restarts = 0; /* the copy arrived: no backoff for the next one */
     if (pe->acked >= pp->end) pe->caught_us = rep_now(r);
     send_more(r, pp, pe);
     leader_commit(r, pp);
@@ -446,6 +474,7 @@ int leader_tick(rep *r, rep_part *pp) {
     uint64_t now = rep_now(r);
     for (int i = 0; i < pp->npeers; i++) {
         rep_peer *pe = &pp->peers[i];
+        if (pe->copy_wanted && copy_may_start(r, pe, now)) start_copy(r, pp, pe);
         if (pe->snap) (void)copy_some(r, pp, pe);
         send_more(r, pp, pe);
         if (pe->streaming && !pe->snap && pe->acked >= pp->end) pe->caught_us = now;

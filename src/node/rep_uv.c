@@ -775,4 +775,6 @@ void node_rep_info_keel(node_rep *nr, kbuf *b) {
                 (unsigned long long)st.msgs_out, (unsigned long long)st.msgs_in,
                 (unsigned long long)st.msgs_dropped, (unsigned long long)st.links_down,
                 (unsigned long long)st.leases, (unsigned long long)st.lease_denied);
+    kbuf_printf(b, "rep_copies_active:%u\r\nrep_copies_deferred:%llu\r\n", st.eng.copies_active,
+                (unsigned long long)st.eng.copies_deferred);
 }

@@ -9,6 +9,10 @@
  *   commit          a turn commits only once every ISR member acknowledged it
  *   restart         a follower restarted keeps its position; one that
  *                   diverged truncates (by copy) and holds the leader's data
+ *   copy_storm      a follower whose map still lists it in the ISR refuses
+ *                   a copy and asks again only at its retry, not at once; a
+ *                   copy started again before the last one arrived waits
+ *                   (REP_COPY_BACKOFF_MS); once the maps agree it is copied
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -308,14 +312,75 @@ static void test_restart(void **state) {
     open_node(0); /* for teardown */
 }
 
+/* Counts messages of one command queued to node `to`. */
+static int queued(const char *cmd, int to) {
+    int n = 0;
+    for (int k = 0; k < nq; k++)
+        n += q[k].to == to && !strcmp(q[k].argv[0], cmd);
+    return n;
+}
+
+static void test_copy_storm(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = part_of(k);
+    /* Epoch 1: n0 leads with ISR {n0, n2}; n1 misses the write. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 5u);
+    pump(1);
+    put(0, k, "v1");
+    turn_end(0);
+    pump(1);
+    /* Epoch 2: n0 leads again (its log starts empty, so n1 at 0 needs a
+     * full copy). n0's map has n1 out of the ISR; n1's stale map has it in. */
+    configure(0, p, 2, 2, 0, 5u);
+    configure(2, p, 2, 2, 0, 5u);
+    configure(1, p, 2, 2, 0, 7u);
+    assert_int_equal(queued("KEEL.REP.SUB", 0), 2);
+    pump(-1); /* before: SNAP, refusal, SUB, SNAP ... until the queue overflowed */
+    rep_stats s0, s1;
+    rep_get_stats(nodes[0].rp, &s0);
+    rep_get_stats(nodes[1].rp, &s1);
+    assert_int_equal(s1.copies_received, 0);
+    assert_int_equal(s0.copies_deferred, 0); /* n1 did not ask again at once */
+    assert_false(has(1, k, "v1"));
+    /* n1 asks again at its retry; the second copy start waits for the
+     * backoff of REP_COPY_BACKOFF_MS. */
+    nodes[1].now += REP_SUB_RETRY_MS * 1000ull;
+    assert_int_equal(rep_tick(nodes[1].rp), 0);
+    assert_int_equal(queued("KEEL.REP.SUB", 0), 1);
+    pump(-1);
+    rep_get_stats(nodes[0].rp, &s0);
+    assert_true(s0.copies_deferred >= 1);
+    assert_int_equal(queued("KEEL.REP.SNAP", 1), 0);
+    /* The coordinator's map reaches n1 (out of the ISR); after the backoff
+     * the leader's tick copies it. */
+    configure(1, p, 2, 3, 0, 5u);
+    for (int round = 0; round < 6 && !has(1, k, "v1"); round++) {
+        nodes[0].now += REP_COPY_BACKOFF_MS * 1000ull;
+        nodes[1].now += REP_SUB_RETRY_MS * 1000ull;
+        assert_int_equal(rep_tick(nodes[1].rp), 0);
+        pump(-1);
+        assert_int_equal(rep_tick(nodes[0].rp), 0);
+        turn_end(0);
+        pump(-1);
+    }
+    rep_get_stats(nodes[1].rp, &s1);
+    assert_int_equal(s1.copies_received, 1);
+    assert_true(has(1, k, "v1"));
+    rep_get_stats(nodes[0].rp, &s0);
+    assert_int_equal(s0.copies_active, 0);
+}
+
 int main(void) {
-    keel_log_set_level(KEEL_LOG_ERROR + 1);
+    keel_log_set_level(getenv("TEST_REP_LOG") ? KEEL_LOG_DEBUG : KEEL_LOG_ERROR + 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bad_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_storm, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
