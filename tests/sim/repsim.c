@@ -60,6 +60,7 @@
 #define MOVE_ABORT_PM 3      /* per mille per tick: the coordinator gives a move up */
 #define RESIGN_MS 1000       /* a RESIGN waits this long for its target (5 s in rep_uv.c) */
 #define RESIGN_RETRY_MS 200  /* after a refused or lost RESIGN (coord_repmove.c) */
+#define HANDOFF_MS 2000      /* a SIGTERM hand-off's bound (10 s in production) */
 
 typedef struct sim sim;
 typedef struct ev ev;
@@ -153,8 +154,8 @@ typedef struct snode {
     } rs[P];
 } snode;
 
-typedef struct smove { /* one replica move the coordinator model executes */
-    int active, busy;
+typedef struct smove {         /* one replica move the coordinator model executes */
+    int active, busy, handoff; /* handoff: part of a SIGTERM hand-off */
     rmove mv;
     uint64_t busy_until, retry_at;
 } smove;
@@ -192,6 +193,8 @@ struct sim {
     int down; /* nodes crashed and not yet restarted */
     smove mv[P];
     uint64_t next_move;
+    int ho_node, ho_inc; /* a SIGTERM hand-off under way (-1: none) */
+    uint64_t ho_deadline;
     struct { /* the last transfer committed away from a leader (T1) */
         int from, inc;
         uint64_t le;
@@ -1190,8 +1193,65 @@ static void move_start(sim *w) {
           m.mv.lead_to);
 }
 
+/* SIGTERM (coord_repmove_handoff, modelled): the node asks the coordinator
+ * to hand off what it leads; a PROMOTE to an in-sync follower that is up
+ * for each led partition with no move under way (those it waits for too);
+ * the node stops when they are all over, or at the deadline. */
+static void handoff_start(sim *w, snode *n) {
+    if (w->ho_node >= 0 || !n->up) return;
+    w->ho_node = n->i;
+    w->ho_inc = n->inc;
+    w->ho_deadline = w->now + HANDOFF_MS * 1000ull;
+    w->r->handoffs++;
+    trace(w, "%s SIGTERM: hand-off", n->id);
+    for (unsigned p = 0; p < P; p++) {
+        cpart *c = &w->cm.part[p];
+        if (c->leader != n->i) continue;
+        if (w->mv[p].active) {
+            w->mv[p].handoff = 1;
+            continue;
+        }
+        int to = -1;
+        for (int k = 0; k < c->nrep && to < 0; k++) {
+            int j = c->rep[k];
+            if (j != c->leader && (c->isr & (1u << j)) && alive(w, j)) to = j;
+        }
+        if (to < 0) continue;
+        smove m = {.active = 1, .handoff = 1};
+        m.mv.partition = p;
+        m.mv.kind = RMOVE_PROMOTE;
+        m.mv.rf = RF;
+        m.mv.min_insync = MIN_INSYNC;
+        m.mv.started_ms = (int64_t)(w->now / 1000);
+        snprintf(m.mv.lead_to, sizeof m.mv.lead_to, "%s", nid(w, to));
+        mapstore_partition mp;
+        to_mp(w, p, &mp);
+        char err[160];
+        if (rmove_check(&m.mv, &mp, err, sizeof err)) continue;
+        m.mv.id = ++w->next_move;
+        w->mv[p] = m;
+        w->r->moves++;
+    }
+}
+
+static void handoff_tick(sim *w) {
+    if (w->ho_node < 0) return;
+    snode *n = &w->nodes[w->ho_node];
+    int open = 0;
+    for (unsigned p = 0; p < P; p++)
+        open |= w->mv[p].active && w->mv[p].handoff;
+    if (open && w->now < w->ho_deadline && n->up && n->inc == w->ho_inc) return;
+    for (unsigned p = 0; p < P; p++) {
+        w->mv[p].handoff = 0;
+        w->r->handoff_left += w->cm.part[p].leader == w->ho_node;
+    }
+    w->ho_node = -1;
+    if (n->up && n->inc == w->ho_inc) node_crash(w, n, "SIGTERM, after the hand-off");
+}
+
 static void moves_tick(sim *w) {
     if (w->now < w->fault_end && w->now > 200000 && chance(w, MOVE_START_PM)) move_start(w);
+    handoff_tick(w);
     for (unsigned p = 0; p < P && !w->r->violation; p++) {
         smove *m = &w->mv[p];
         if (!m->active) continue;
@@ -1399,7 +1459,12 @@ static void ev_fault(sim *w, ev *e) {
             int v = move_victim(w);
             if (v >= 0) n = &w->nodes[v];
         }
-        if (n->up && w->down == 0) node_crash(w, n, "fault");
+        if (n->up && w->down == 0 && w->ho_node < 0) {
+            if (chance(w, 300))
+                handoff_start(w, n); /* a graceful stop */
+            else
+                node_crash(w, n, "fault");
+        }
     } else if (f < 34) {
         int j = (int)(rnd(w) % (uint64_t)w->n);
         if (j != i) {
@@ -1570,6 +1635,7 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
     w->n = o->nodes ? o->nodes : 3 + (int)(rnd(w) % 3);
     if (w->n < 3) w->n = 3;
     if (w->n > MAXN) w->n = MAXN;
+    w->ho_node = -1;
     w->fault_end = (o->fault_ms ? o->fault_ms : 6000) * 1000ull;
     w->end = w->fault_end + SETTLE_MS * 1000ull;
     const char *base = o->dir                          ? o->dir
