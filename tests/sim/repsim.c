@@ -1005,6 +1005,17 @@ static void commit_leader(sim *w, unsigned p, smove *m, int target) {
                   (unsigned long long)m->mv.id, p, nid(w, target));
         return;
     }
+    if (target == c->leader) { /* a re-election: the move gives up after RESIGN OK */
+        trace(w, "coordinator: partition %u re-elects %s, epoch %llu (move %llu)", p,
+              nid(w, target), (unsigned long long)c->lepoch + 1, (unsigned long long)m->mv.id);
+        c->leader_inc = w->cm.inc[target];
+        c->lepoch++;
+        c->pepoch++;
+        c->failing = 0;
+        w->r->reelections++;
+        push_all(w);
+        return;
+    }
     w->xfer[p].from = c->leader;
     w->xfer[p].inc = c->leader_inc;
     w->xfer[p].le = c->lepoch;

@@ -69,6 +69,7 @@ typedef struct repsim_result {
     unsigned failovers, isr_shrinks, isr_expands, copies, truncations, noreplicas;
     unsigned crashes, drops, pauses, cuts, clock_steps, disk_errors;
     unsigned moves, moves_done, moves_aborted, transfers, resigns, resign_errors;
+    unsigned reelections;            /* a move that gave up after RESIGN OK re-elected the leader */
     unsigned handoffs, handoff_left; /* SIGTERM hand-offs; partitions still led at the stop */
 } repsim_result;
 
