@@ -67,6 +67,18 @@ static void wait_for(rmove_action *out, rmove_step step, const char *why) {
  * replicas are all still there and it does not lead (nothing is lost). */
 static void abort_move(const rmove *mv, const mapstore_partition *p, rmove_action *out,
                        const char *why) {
+    if (mv->resigned_le && mv->resigned_le == p->leader_epoch) {
+        /* The leader answered RESIGN OK in this epoch: it refuses p until a
+         * map changes p's leader or leader epoch. Re-elect it (leader epoch
+         * + 1, same leader) before giving up, or p stays unwritable while
+         * its leader is up (repsim seed 2141). The next call aborts. */
+        out->act = RACT_SET_LEADER;
+        out->step = RSTEP_TRANSFERRING;
+        out->why = why;
+        copy_id(out->leader, p->replicas[0]);
+        copy_id(out->target, p->replicas[0]);
+        return;
+    }
     out->act = RACT_ABORT;
     out->step = RSTEP_ABORTED;
     out->why = why;

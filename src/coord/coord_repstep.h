@@ -82,7 +82,9 @@ typedef enum {
     RACT_WAIT = 0,     /* nothing to do until the map changes (why says what) */
     RACT_SET_REPLICAS, /* CAS the replica list to ids (expected_pe) */
     RACT_RESIGN,       /* KEEL.REP.RESIGN partition leader_epoch target to the leader */
-    RACT_SET_LEADER,   /* CAS leader = target, the old leader kept in the ISR */
+    RACT_SET_LEADER,   /* CAS leader = target, the old leader kept in the ISR; target ==
+                        * the leader: a re-election in a new leader epoch (a move that
+                        * gives up after the leader's RESIGN OK, which fences it) */
     RACT_DONE,
     RACT_ABORT, /* give up (why); if nids > 0, first CAS the list to ids */
 } rmove_act;

@@ -95,6 +95,10 @@ struct node_rep {
     /* Leadership transfer: writes of p refused while refuse_le[p] is the
      * leader epoch this node leads p in (a RESIGN waiting or answered OK). */
     uint64_t *refuse_le;
+    /* ... and reads too once it answered OK (resigned_le[p] the epoch): the
+     * target may lead, with a lease, before this node hears of it (repsim
+     * seed 2000, R3). */
+    uint64_t *resigned_le;
     resign resigns[RESIGNS_MAX];
     node_rep_stats st;
 };
@@ -493,6 +497,8 @@ int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly,
     int rc = write ? rep_write_check(nr->eng, p) : rep_read_check(nr->eng, p);
     if (rc == REP_OK && write && nr->refuse_le[p] && nr->refuse_le[p] == rep_epoch(nr->eng, p))
         rc = REP_ENOLEASE; /* handing the leadership over (C5): -TRYAGAIN */
+    if (rc == REP_OK && !write && nr->resigned_le[p] && nr->resigned_le[p] == rep_epoch(nr->eng, p))
+        rc = REP_ENOLEASE; /* handed over: the new leader may already take writes */
     switch (rc) {
     case REP_OK:
         if (write && nr->touched[p] != nr->turn_gen + 1) {
@@ -572,6 +578,7 @@ static void resign_tick(node_rep *nr, uint64_t now) {
             rep_committed(nr->eng, g->p) >= end) {
             g->done = 1;
             g->end = end;
+            nr->resigned_le[g->p] = g->le;
         } else if (!leading || now >= g->deadline_us) {
             g->done = -1;
             if (nr->refuse_le[g->p] == g->le) nr->refuse_le[g->p] = 0; /* serves again */
@@ -654,6 +661,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
     nr->touched = calloc(nr->np, sizeof *nr->touched);
     nr->tlist = calloc(nr->np, sizeof *nr->tlist);
     nr->refuse_le = calloc(nr->np, sizeof *nr->refuse_le);
+    nr->resigned_le = calloc(nr->np, sizeof *nr->resigned_le);
     rep_env env = {.ctx = nr,
                    .st = s->st,
                    .self_id = s->cfg.id,
@@ -662,7 +670,8 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
                    .send = e_send,
                    .report = e_report,
                    .committed = e_committed};
-    if (!nr->rf || !nr->touched || !nr->tlist || !nr->refuse_le || !(nr->eng = rep_new(&env, 0))) {
+    if (!nr->rf || !nr->touched || !nr->tlist || !nr->refuse_le || !nr->resigned_le ||
+        !(nr->eng = rep_new(&env, 0))) {
         snprintf(err, cap, "out of memory starting replication");
         goto fail;
     }
@@ -685,6 +694,7 @@ fail:
     free(nr->touched);
     free(nr->tlist);
     free(nr->refuse_le);
+    free(nr->resigned_le);
     peerauth_secret_wipe(&nr->secret);
     free(nr);
     return NULL;
@@ -709,6 +719,7 @@ void node_rep_free(node_rep *nr) {
     free(nr->touched);
     free(nr->tlist);
     free(nr->refuse_le);
+    free(nr->resigned_le);
     peerauth_secret_wipe(&nr->secret);
     uv_timer_stop(&nr->tick);
     uv_close((uv_handle_t *)&nr->tick, tick_closed);

@@ -26,6 +26,7 @@
 #include "core/err.h"
 #include "core/failpoint.h"
 #include "core/log.h"
+#include "coord/coord_repstep.h"
 #include "node/rep_engine.h"
 #include "store/store.h"
 
@@ -52,6 +53,14 @@
 /* The coordinator promotes only after the old leader's lease is over on the
  * old leader's clock: clocks run at most 2% slow, so 5% is a bound. */
 #define LEASE_WAIT_US ((uint64_t)(REP_LEASE_MS * 1050ull + 20000ull))
+/* Replica moves (the coordinator's executor over coord_repstep.c). */
+#define MOVES_MAX 3          /* moves running at once, one per partition */
+#define MOVE_START_PM 25     /* per mille per coordinator tick: a new move starts */
+#define MOVE_TIMEOUT_MS 3000 /* replica_move_timeout_ms (600000 in production) */
+#define MOVE_ABORT_PM 3      /* per mille per tick: the coordinator gives a move up */
+#define RESIGN_MS 1000       /* a RESIGN waits this long for its target (5 s in rep_uv.c) */
+#define RESIGN_RETRY_MS 200  /* after a refused or lost RESIGN (coord_repmove.c) */
+#define HANDOFF_MS 2000      /* a SIGTERM hand-off's bound (10 s in production) */
 
 typedef struct sim sim;
 typedef struct ev ev;
@@ -71,11 +80,14 @@ enum {
     K_CNEXT,
     K_CTICK,
     K_FAULT,
-    K_RESTART
+    K_RESTART,
+    K_RESIGN,
+    K_RESIGNR
 };
 
 typedef struct cpart {
-    int rep[RF];            /* node indexes, the first leader at the start */
+    int rep[MAXN], nrep;    /* node indexes, any order (the leader among them); a move
+                             * step changes the list (RF + 1 while a replica is added) */
     int leader, leader_inc; /* the leader and the incarnation it was made leader in */
     unsigned isr;           /* bit per node index */
     uint64_t lepoch, pepoch;
@@ -133,7 +145,20 @@ typedef struct snode {
     uint64_t seen_epoch[P];
     uint64_t served_epoch[P]; /* the last epoch it served p in (R2 checked) */
     shadow sh[P];
+    /* The binding's leadership transfer (rep_uv.c, C5), modelled: writes of
+     * p are refused while refuse_le[p] is the leader epoch it leads p in. */
+    uint64_t refuse_le[P], resign_ok_le[P]; /* resign_ok_le: answered OK (T1) */
+    struct {
+        int active, target;
+        uint64_t le, deadline_us, token;
+    } rs[P];
 } snode;
+
+typedef struct smove {         /* one replica move the coordinator model executes */
+    int active, busy, handoff; /* handoff: part of a SIGTERM hand-off */
+    rmove mv;
+    uint64_t busy_until, retry_at;
+} smove;
 
 typedef struct acked {
     char key[24], val[40];
@@ -166,6 +191,14 @@ struct sim {
     size_t nacks, capacks;
     uint64_t slow_until, fault_end, end, last_push;
     int down; /* nodes crashed and not yet restarted */
+    smove mv[P];
+    uint64_t next_move;
+    int ho_node, ho_inc; /* a SIGTERM hand-off under way (-1: none) */
+    uint64_t ho_deadline;
+    struct { /* the last transfer committed away from a leader (T1) */
+        int from, inc;
+        uint64_t le;
+    } xfer[P];
 };
 
 static void violation(sim *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -428,6 +461,9 @@ static int node_start(sim *w, snode *n) {
     memset(&n->view, 0, sizeof n->view);
     memset(n->seen_epoch, 0, sizeof n->seen_epoch);
     memset(n->served_epoch, 0, sizeof n->served_epoch);
+    memset(n->refuse_le, 0, sizeof n->refuse_le);
+    memset(n->resign_ok_le, 0, sizeof n->resign_ok_le);
+    memset(n->rs, 0, sizeof n->rs);
     node_timer(w, n, K_TICK, ev_tick, REP_TICK_MS);
     node_timer(w, n, K_HBT, ev_hbt, 1);
     return 0;
@@ -524,7 +560,7 @@ static void node_turn_end(sim *w, snode *n) {
         ev *e = n->out[i];
         if (e->kind == K_MSG)
             net_send(w, n->i, (int)e->u2, e);
-        else if (e->kind == K_ISR || e->kind == K_HB) {
+        else if (e->kind == K_ISR || e->kind == K_HB || e->kind == K_RESIGNR) {
             if (n->cut_until > w->now) {
                 ev_free(e);
                 continue;
@@ -545,9 +581,12 @@ static void ev_msg(sim *w, ev *e) {
     if (rc && rc != KEEL_EPROTO) node_crash(w, n, "store error in a message");
 }
 
+static void resign_tick(sim *w, snode *n);
+
 static void ev_tick(sim *w, ev *e) {
     snode *n = &w->nodes[e->node];
     if (rep_tick(n->rp)) node_crash(w, n, "store error in a tick");
+    if (n->up) resign_tick(w, n);
     if (n->up) node_timer(w, n, K_TICK, ev_tick, REP_TICK_MS);
 }
 
@@ -589,6 +628,27 @@ static void check_new_leader(sim *w, snode *n, unsigned p) {
     }
 }
 
+/* The binding's write check (rep_uv.c node_rep_route): the engine's, and
+ * -TRYAGAIN while a RESIGN holds the partition (C5). */
+static int n_write_check(snode *n, unsigned p) {
+    int rc = rep_write_check(n->rp, p);
+    if (rc == REP_OK && n->refuse_le[p] && n->refuse_le[p] == rep_epoch(n->rp, p))
+        rc = REP_ENOLEASE;
+    return rc;
+}
+
+/* The binding's read check: the engine's (a leader under its lease), and
+ * -TRYAGAIN once it answered RESIGN OK (rep_uv.c resigned_le; without it,
+ * seed 2000 fails R3: the old leader, cut off from the coordinator after
+ * its OK, still served reads under its lease while the target took writes). */
+static int n_read_check(snode *n, unsigned p) {
+    int rc = rep_read_check(n->rp, p);
+    if (rc == REP_OK && !(n->w->o.coord_mutations & REPSIM_MUT_READ_AFTER_RESIGN) &&
+        n->resign_ok_le[p] && n->resign_ok_le[p] == rep_epoch(n->rp, p))
+        rc = REP_ENOLEASE;
+    return rc;
+}
+
 static void node_apply_map(sim *w, snode *n, const cmap *m) {
     for (unsigned p = 0; p < P; p++) {
         const cpart *c = &m->part[p];
@@ -597,7 +657,7 @@ static void node_apply_map(sim *w, snode *n, const cmap *m) {
                          .part_epoch = c->pepoch,
                          .leader = nid(w, c->leader),
                          .min_insync = MIN_INSYNC};
-        for (int k = 0; k < RF; k++)
+        for (int k = 0; k < c->nrep; k++)
             rc.replicas[rc.nreplicas++] = nid(w, c->rep[k]);
         for (int k = 0; k < w->n; k++)
             if (c->isr & (1u << k)) rc.isr[rc.nisr++] = nid(w, k);
@@ -635,7 +695,7 @@ static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, c
 static void ev_creq(sim *w, ev *e) {
     snode *n = &w->nodes[e->node];
     unsigned p = (unsigned)e->u2;
-    int code = e->b ? rep_read_check(n->rp, p) : rep_write_check(n->rp, p);
+    int code = e->b ? n_read_check(n, p) : n_write_check(n, p);
     if (code != REP_OK) {
         if (code == REP_ENOREPLICAS) w->r->noreplicas++;
         reply_client(w, n, e->a, e->u, code, NULL, n->view.part[p].leader, NULL);
@@ -736,7 +796,7 @@ static void ev_isr(sim *w, ev *e) {
     int id = node_by_id(w, e->s2);
     if (c->pepoch != e->u2 || c->lepoch != e->u3 || c->leader != i || id < 0 || id == i) return;
     int member = 0;
-    for (int k = 0; k < RF; k++)
+    for (int k = 0; k < c->nrep; k++)
         member |= c->rep[k] == id;
     if (!member) return;
     if (!strcmp(e->s1, "shrink") && (c->isr & (1u << id))) {
@@ -759,11 +819,11 @@ static void failover(sim *w, unsigned p) {
     if (w->now < c->grant_at + LEASE_WAIT_US) return; /* its lease may still run */
     int pick = -1;
     if (w->o.coord_mutations & REPSIM_MUT_PROMOTE_NON_ISR)
-        for (int k = 0; k < RF && pick < 0; k++) {
+        for (int k = 0; k < c->nrep && pick < 0; k++) {
             int j = c->rep[k];
             if (j != c->leader && !(c->isr & (1u << j)) && alive(w, j)) pick = j;
         }
-    for (int k = 0; k < RF && pick < 0; k++) { /* an ISR member other than the old leader */
+    for (int k = 0; k < c->nrep && pick < 0; k++) { /* an ISR member other than the old leader */
         int j = c->rep[k];
         if (j != c->leader && (c->isr & (1u << j)) && alive(w, j)) pick = j;
     }
@@ -784,11 +844,456 @@ static void failover(sim *w, unsigned p) {
     push_all(w);
 }
 
+/* ---- Replica moves and leadership transfer (C5) ------------------------------------------
+ *
+ * The coordinator model's executor drives each move by the real step table
+ * (coord/coord_repstep.c, rmove_next) over its map, as coord_repmove.c does
+ * over the map store: add a replica (CAS of the list; the leader starts
+ * streaming to it, the ISR grows through the leader's proposal, ev_isr),
+ * transfer the leadership (KEEL.REP.RESIGN to the leader, then leader =
+ * target, leader epoch + 1 once it answered OK), remove a replica (CAS).
+ * The node side of RESIGN models the binding (rep_uv.c node_rep_resign):
+ * the engines have no resign primitive of their own.
+ *
+ * Checked on every change a move step commits (the map's history, entry by
+ * entry: the entry before and the entry after):
+ *   M1  a removal never takes the leader, never leaves fewer than RF
+ *       replicas, never leaves the ISR below min_insync when it takes an
+ *       in-sync replica, and takes an in-sync replica only once the replica
+ *       that replaces it (the move's add) is in the ISR;
+ *   M2  a leadership transfer goes to a member of the ISR;
+ * after every event:
+ *   T1  a leader that answered RESIGN OK for (p, e), or whose leadership of p
+ *       in e was transferred away, accepts no write of p in epoch e. */
+
+static void resign_reply(sim *w, snode *n, unsigned p, uint64_t le, uint64_t token, int ok,
+                         uint64_t end);
+static void ev_resignr(sim *w, ev *e);
+
+/* Node side: KEEL.REP.RESIGN p le target (e->u p, e->u2 le, e->a target, e->u3 the move). */
+static void ev_resign(sim *w, ev *e) {
+    snode *n = &w->nodes[e->node];
+    unsigned p = (unsigned)e->u;
+    if (n->cut_until > w->now || p >= P) return; /* lost on the cut link */
+    if (rep_role(n->rp, p) != REP_LEADER || rep_epoch(n->rp, p) != e->u2 || n->rs[p].active) {
+        resign_reply(w, n, p, e->u2, e->u3, 0, 0);
+        return;
+    }
+    n->rs[p].active = 1;
+    n->rs[p].target = e->a;
+    n->rs[p].le = e->u2;
+    n->rs[p].token = e->u3;
+    n->rs[p].deadline_us = n_now_us(n) + RESIGN_MS * 1000ull;
+    if (!(w->o.coord_mutations & REPSIM_MUT_WRITE_AFTER_RESIGN))
+        n->refuse_le[p] = e->u2; /* no new write from now on */
+    trace(w, "%s resigning partition %u (epoch %llu) to %s", n->id, p, (unsigned long long)e->u2,
+          nid(w, e->a));
+}
+
+/* Each tick: a waiting RESIGN is done once its target acknowledged the end
+ * and the end is committed, or fails at its deadline or when the node no
+ * longer leads p in that epoch (then it serves again). */
+static void resign_tick(sim *w, snode *n) {
+    for (unsigned p = 0; p < P; p++) {
+        if (!n->rs[p].active) continue;
+        uint64_t le = n->rs[p].le, end = rep_end(n->rp, p);
+        int leading = rep_role(n->rp, p) == REP_LEADER && rep_epoch(n->rp, p) == le;
+        if (leading && rep_peer_acked(n->rp, p, nid(w, n->rs[p].target)) >= end &&
+            rep_committed(n->rp, p) >= end) {
+            n->resign_ok_le[p] = le;
+            resign_reply(w, n, p, le, n->rs[p].token, 1, end);
+        } else if (!leading || n_now_us(n) >= n->rs[p].deadline_us) {
+            if (n->refuse_le[p] == le) n->refuse_le[p] = 0;
+            resign_reply(w, n, p, le, n->rs[p].token, 0, 0);
+        } else {
+            continue;
+        }
+        n->rs[p].active = 0;
+    }
+}
+
+static void resign_reply(sim *w, snode *n, unsigned p, uint64_t le, uint64_t token, int ok,
+                         uint64_t end) {
+    ev *e = ev_new(w, K_RESIGNR, 0, -1, ev_resignr);
+    e->a = n->i;
+    e->b = ok;
+    e->u = p, e->u2 = le, e->u3 = token, e->u4 = end;
+    trace(w, "%s RESIGN of partition %u epoch %llu: %s", n->id, p, (unsigned long long)le,
+          ok ? "OK" : "error");
+    send_from(n, e);
+}
+
+/* The partition as the map store would hold it: the leader first. */
+static void to_mp(sim *w, unsigned p, mapstore_partition *mp) {
+    const cpart *c = &w->cm.part[p];
+    memset(mp, 0, sizeof *mp);
+    mp->id = p;
+    snprintf(mp->owner, sizeof mp->owner, "%s", nid(w, c->leader));
+    snprintf(mp->replicas[mp->nreplicas], sizeof mp->replicas[0], "%s", nid(w, c->leader));
+    if (c->isr & (1u << c->leader)) mp->isr |= 1u << mp->nreplicas;
+    mp->nreplicas++;
+    for (int k = 0; k < c->nrep; k++) {
+        int j = c->rep[k];
+        if (j == c->leader) continue;
+        if (c->isr & (1u << j)) mp->isr |= 1u << mp->nreplicas;
+        snprintf(mp->replicas[mp->nreplicas++], sizeof mp->replicas[0], "%s", nid(w, j));
+    }
+    mp->leader_epoch = c->lepoch;
+    mp->partition_epoch = mp->epoch = c->pepoch;
+}
+
+static int mv_up(void *arg, const char *id) {
+    sim *w = arg;
+    int j = node_by_id(w, id);
+    return j >= 0 && alive(w, j);
+}
+
+static int listed(const cpart *c, int j) {
+    for (int k = 0; k < c->nrep; k++)
+        if (c->rep[k] == j) return 1;
+    return 0;
+}
+
+/* A move step's new replica list (the CAS succeeded): M1, then commit. */
+static void commit_list(sim *w, unsigned p, smove *m, char ids[][KEEL_ID_MAX + 1], unsigned nids) {
+    cpart *c = &w->cm.part[p], before = *c;
+    cpart after = before;
+    after.nrep = 0;
+    unsigned mask = 0;
+    for (unsigned k = 0; k < nids && after.nrep < MAXN; k++) {
+        int j = node_by_id(w, ids[k]);
+        if (j < 0 || (mask & (1u << j))) continue;
+        after.rep[after.nrep++] = j;
+        mask |= 1u << j;
+    }
+    after.isr = before.isr & mask;
+    after.pepoch++;
+    int add = node_by_id(w, m->mv.add);
+    for (int k = 0; k < before.nrep; k++) {
+        int j = before.rep[k];
+        if (listed(&after, j)) continue;
+        if (j == before.leader)
+            violation(w, "M1: move %llu removed the leader %s of partition %u",
+                      (unsigned long long)m->mv.id, nid(w, j), p);
+        else if (after.nrep < RF)
+            violation(w, "M1: move %llu (%s) left partition %u with %d replicas (RF %d)",
+                      (unsigned long long)m->mv.id, rmove_kind_name(m->mv.kind), p, after.nrep, RF);
+        else if ((before.isr & (1u << j)) && popcount(after.isr) < MIN_INSYNC)
+            violation(w, "M1: move %llu removed in-sync %s of partition %u, leaving an ISR of %d",
+                      (unsigned long long)m->mv.id, nid(w, j), p, popcount(after.isr));
+        else if ((before.isr & (1u << j)) && add >= 0 && add != j && listed(&after, add) &&
+                 !(after.isr & (1u << add)))
+            violation(w,
+                      "M1: move %llu removed in-sync %s of partition %u before its replacement %s "
+                      "is in the ISR",
+                      (unsigned long long)m->mv.id, nid(w, j), p, nid(w, add));
+    }
+    *c = after;
+    trace(w, "coordinator: move %llu partition %u replicas now %d (epoch %llu)",
+          (unsigned long long)m->mv.id, p, c->nrep, (unsigned long long)c->pepoch);
+    push_all(w);
+}
+
+/* A transfer commits: leader = target, leader epoch + 1 (the old leader
+ * stays a replica, in the ISR). M2 first. */
+static void commit_leader(sim *w, unsigned p, smove *m, int target) {
+    cpart *c = &w->cm.part[p];
+    if (target < 0 || !listed(c, target) || !(c->isr & (1u << target))) {
+        violation(w,
+                  "M2: move %llu transferred the leadership of partition %u to %s, not in the "
+                  "ISR",
+                  (unsigned long long)m->mv.id, p, nid(w, target));
+        return;
+    }
+    if (target == c->leader) { /* a re-election: the move gives up after RESIGN OK */
+        trace(w, "coordinator: partition %u re-elects %s, epoch %llu (move %llu)", p,
+              nid(w, target), (unsigned long long)c->lepoch + 1, (unsigned long long)m->mv.id);
+        c->leader_inc = w->cm.inc[target];
+        c->lepoch++;
+        c->pepoch++;
+        c->failing = 0;
+        w->r->reelections++;
+        push_all(w);
+        return;
+    }
+    w->xfer[p].from = c->leader;
+    w->xfer[p].inc = c->leader_inc;
+    w->xfer[p].le = c->lepoch;
+    trace(w, "coordinator: partition %u leadership %s -> %s, epoch %llu (move %llu)", p,
+          nid(w, c->leader), nid(w, target), (unsigned long long)c->lepoch + 1,
+          (unsigned long long)m->mv.id);
+    c->leader = target;
+    c->leader_inc = w->cm.inc[target];
+    c->lepoch++;
+    c->pepoch++;
+    c->failing = 0;
+    c->grant_at = 0;
+    w->r->transfers++;
+    /* The old leader learns of it from its next heartbeat's reply, as real
+     * nodes learn every map (the coordinator pushes none): the others now. */
+    for (int i = 0; i < w->n; i++)
+        if (i != w->xfer[p].from) push_map(w, i, 0, 0);
+}
+
+static void send_resign(sim *w, unsigned p, smove *m, const rmove_action *a) {
+    int l = node_by_id(w, a->leader), t = node_by_id(w, a->target);
+    if (l < 0 || t < 0) return;
+    m->busy = 1;
+    m->busy_until = w->now + (RESIGN_MS + 500) * 1000ull; /* a reply lost on a cut link */
+    w->r->resigns++;
+    if (!w->nodes[l].up || w->nodes[l].cut_until > w->now) return;
+    ev *e = ev_new(w, K_RESIGN, 0, l, ev_resign);
+    e->u = p, e->u2 = a->leader_epoch, e->u3 = m->mv.id;
+    e->a = t;
+    net_send(w, MAXN, l, e);
+}
+
+/* Coordinator side of the RESIGN reply (e->a from, e->b ok, e->u p, e->u2 le, e->u3 move). */
+static void ev_resignr(sim *w, ev *e) {
+    unsigned p = (unsigned)e->u;
+    if (w->nodes[e->a].cut_until > w->now || p >= P) return;
+    smove *m = &w->mv[p];
+    if (!m->active || m->mv.id != e->u3) return;
+    m->busy = 0;
+    if (e->b) {
+        m->mv.resigned_le = e->u2;
+        snprintf(m->mv.resign_to, sizeof m->mv.resign_to, "%s",
+                 m->mv.kind == RMOVE_PROMOTE || m->mv.lead_to[0] ? m->mv.lead_to : "");
+    } else {
+        w->r->resign_errors++;
+        m->retry_at = w->now + RESIGN_RETRY_MS * 1000ull;
+    }
+}
+
+/* One move, one step: what rmove_next says is due. */
+static void move_step(sim *w, unsigned p, smove *m) {
+    cpart *c = &w->cm.part[p];
+    mapstore_partition mp;
+    to_mp(w, p, &mp);
+    if (rmove_replica_index(&mp, m->mv.add) >= 0) m->mv.added = 1;
+    int64_t now_ms = (int64_t)(w->now / 1000);
+    rmove_action a;
+    if (chance(w, MOVE_ABORT_PM)) /* the coordinator gives up: as coord_repmove.c's abort */
+        rmove_next(&m->mv, &mp, INT64_MAX / 2, 1, mv_up, w, &a);
+    else
+        rmove_next(&m->mv, &mp, now_ms, MOVE_TIMEOUT_MS, mv_up, w, &a);
+    if ((w->o.coord_mutations & REPSIM_MUT_REMOVE_BEFORE_ISR) && a.act == RACT_WAIT &&
+        a.step == RSTEP_CATCHING_UP && rmove_replica_index(&mp, m->mv.remove) > 0) {
+        a.act = RACT_SET_REPLICAS; /* broken: the source goes before the new copy is in sync */
+        a.nids = 0;
+        for (unsigned k = 0; k < mp.nreplicas; k++)
+            if (strcmp(mp.replicas[k], m->mv.remove) != 0)
+                snprintf(a.ids[a.nids++], sizeof a.ids[0], "%s", mp.replicas[k]);
+    }
+    int add = node_by_id(w, m->mv.add);
+    if ((w->o.coord_mutations & REPSIM_MUT_TRANSFER_NON_ISR) && a.act == RACT_WAIT &&
+        a.step == RSTEP_CATCHING_UP && add >= 0 && alive(w, add)) {
+        /* broken: the new copy leads while it still catches up (the old
+         * leader resigned to an in-sync follower) */
+        if (m->mv.resigned_le == c->lepoch) {
+            commit_leader(w, p, m, add);
+            return;
+        }
+        for (int k = 0; k < c->nrep; k++) {
+            int j = c->rep[k];
+            if (j != c->leader && (c->isr & (1u << j)) && alive(w, j)) {
+                a.act = RACT_RESIGN;
+                snprintf(a.leader, sizeof a.leader, "%s", nid(w, c->leader));
+                snprintf(a.target, sizeof a.target, "%s", nid(w, j));
+                send_resign(w, p, m, &a);
+                return;
+            }
+        }
+    }
+    switch (a.act) {
+    case RACT_WAIT:
+        break;
+    case RACT_SET_REPLICAS:
+        if (a.expected_pe == c->pepoch) commit_list(w, p, m, a.ids, a.nids);
+        break;
+    case RACT_RESIGN:
+        if (m->mv.resign_to[0] == 0 && m->mv.kind != RMOVE_PROMOTE && !m->mv.lead_to[0])
+            snprintf(m->mv.lead_to, sizeof m->mv.lead_to, "%s", a.target); /* fix the pick */
+        send_resign(w, p, m, &a);
+        if (w->o.coord_mutations & REPSIM_MUT_COMMIT_BEFORE_RESIGN) { /* broken: no OK awaited */
+            m->busy = 0;
+            commit_leader(w, p, m, node_by_id(w, a.target));
+        }
+        break;
+    case RACT_SET_LEADER: {
+        if (a.leader_epoch != c->lepoch) break;
+        int t = node_by_id(w, a.target);
+        if (w->o.coord_mutations & REPSIM_MUT_TRANSFER_NON_ISR) /* broken: any replica */
+            for (int k = 0; k < c->nrep; k++) {
+                int j = c->rep[k];
+                if (j != c->leader && !(c->isr & (1u << j)) && alive(w, j)) t = j;
+            }
+        commit_leader(w, p, m, t);
+        break;
+    }
+    case RACT_DONE:
+        m->active = 0;
+        w->r->moves_done++;
+        trace(w, "coordinator: move %llu of partition %u done", (unsigned long long)m->mv.id, p);
+        break;
+    case RACT_ABORT:
+        if (a.nids && a.expected_pe == c->pepoch) commit_list(w, p, m, a.ids, a.nids);
+        m->active = 0;
+        w->r->moves_aborted++;
+        trace(w, "coordinator: move %llu of partition %u aborted: %s", (unsigned long long)m->mv.id,
+              p, a.why);
+        break;
+    }
+}
+
+/* A new random move on a partition with none: MOVE (a replica, perhaps the
+ * leader, to a node not listed), ADD (replacing a replica that is down, or
+ * one more copy), REMOVE (of a copy beyond RF), PROMOTE (an in-sync
+ * follower). rmove_check must accept it, as the coordinator's command does. */
+static void move_start(sim *w) {
+    int running = 0;
+    for (unsigned p = 0; p < P; p++)
+        running += w->mv[p].active;
+    if (running >= MOVES_MAX) return;
+    unsigned p = (unsigned)(rnd(w) % P);
+    if (w->mv[p].active) return;
+    cpart *c = &w->cm.part[p];
+    int spare[MAXN], nspare = 0;
+    for (int j = 0; j < w->n; j++)
+        if (!listed(c, j)) spare[nspare++] = j;
+    smove m = {.active = 1};
+    m.mv.partition = p;
+    m.mv.rf = RF;
+    m.mv.min_insync = MIN_INSYNC;
+    m.mv.started_ms = (int64_t)(w->now / 1000);
+    int pick = c->rep[rnd(w) % (uint64_t)c->nrep];
+    unsigned kind = (unsigned)(rnd(w) % 4);
+    if (kind == RMOVE_REMOVE && c->nrep <= RF) kind = RMOVE_ADD;
+    if (kind == RMOVE_ADD && !nspare) kind = RMOVE_PROMOTE;
+    if (kind == RMOVE_MOVE && !nspare) kind = RMOVE_PROMOTE;
+    m.mv.kind = (rmove_kind)kind;
+    switch (kind) {
+    case RMOVE_MOVE:
+        snprintf(m.mv.add, sizeof m.mv.add, "%s", nid(w, spare[rnd(w) % (uint64_t)nspare]));
+        snprintf(m.mv.remove, sizeof m.mv.remove, "%s", nid(w, pick));
+        if (pick == c->leader) snprintf(m.mv.lead_to, sizeof m.mv.lead_to, "%s", m.mv.add);
+        break;
+    case RMOVE_ADD:
+        snprintf(m.mv.add, sizeof m.mv.add, "%s", nid(w, spare[rnd(w) % (uint64_t)nspare]));
+        for (int k = 0; k < c->nrep; k++)
+            if (!alive(w, c->rep[k]) && c->rep[k] != c->leader)
+                snprintf(m.mv.remove, sizeof m.mv.remove, "%s", nid(w, c->rep[k]));
+        if (!m.mv.remove[0] && c->nrep > RF) return;
+        break;
+    case RMOVE_REMOVE:
+        snprintf(m.mv.remove, sizeof m.mv.remove, "%s", nid(w, pick));
+        break;
+    default:
+        if (pick == c->leader || !(c->isr & (1u << pick))) return;
+        snprintf(m.mv.lead_to, sizeof m.mv.lead_to, "%s", nid(w, pick));
+    }
+    mapstore_partition mp;
+    to_mp(w, p, &mp);
+    char err[160];
+    if (rmove_check(&m.mv, &mp, err, sizeof err)) return;
+    m.mv.id = ++w->next_move;
+    w->mv[p] = m;
+    w->r->moves++;
+    trace(w, "coordinator: move %llu: %s partition %u add %s remove %s lead_to %s",
+          (unsigned long long)m.mv.id, rmove_kind_name(m.mv.kind), p, m.mv.add, m.mv.remove,
+          m.mv.lead_to);
+}
+
+/* SIGTERM (coord_repmove_handoff, modelled): the node asks the coordinator
+ * to hand off what it leads; a PROMOTE to an in-sync follower that is up
+ * for each led partition with no move under way (those it waits for too);
+ * the node stops when they are all over, or at the deadline. */
+static void handoff_start(sim *w, snode *n) {
+    if (w->ho_node >= 0 || !n->up) return;
+    w->ho_node = n->i;
+    w->ho_inc = n->inc;
+    w->ho_deadline = w->now + HANDOFF_MS * 1000ull;
+    w->r->handoffs++;
+    trace(w, "%s SIGTERM: hand-off", n->id);
+    for (unsigned p = 0; p < P; p++) {
+        cpart *c = &w->cm.part[p];
+        if (c->leader != n->i) continue;
+        if (w->mv[p].active) {
+            w->mv[p].handoff = 1;
+            continue;
+        }
+        int to = -1;
+        for (int k = 0; k < c->nrep && to < 0; k++) {
+            int j = c->rep[k];
+            if (j != c->leader && (c->isr & (1u << j)) && alive(w, j)) to = j;
+        }
+        if (to < 0) continue;
+        smove m = {.active = 1, .handoff = 1};
+        m.mv.partition = p;
+        m.mv.kind = RMOVE_PROMOTE;
+        m.mv.rf = RF;
+        m.mv.min_insync = MIN_INSYNC;
+        m.mv.started_ms = (int64_t)(w->now / 1000);
+        snprintf(m.mv.lead_to, sizeof m.mv.lead_to, "%s", nid(w, to));
+        mapstore_partition mp;
+        to_mp(w, p, &mp);
+        char err[160];
+        if (rmove_check(&m.mv, &mp, err, sizeof err)) continue;
+        m.mv.id = ++w->next_move;
+        w->mv[p] = m;
+        w->r->moves++;
+    }
+}
+
+static void handoff_tick(sim *w) {
+    if (w->ho_node < 0) return;
+    snode *n = &w->nodes[w->ho_node];
+    int open = 0;
+    for (unsigned p = 0; p < P; p++)
+        open |= w->mv[p].active && w->mv[p].handoff;
+    if (open && w->now < w->ho_deadline && n->up && n->inc == w->ho_inc) return;
+    for (unsigned p = 0; p < P; p++) {
+        w->mv[p].handoff = 0;
+        w->r->handoff_left += w->cm.part[p].leader == w->ho_node;
+    }
+    w->ho_node = -1;
+    if (n->up && n->inc == w->ho_inc) node_crash(w, n, "SIGTERM, after the hand-off");
+}
+
+static void moves_tick(sim *w) {
+    if (w->now < w->fault_end && w->now > 200000 && chance(w, MOVE_START_PM)) move_start(w);
+    handoff_tick(w);
+    for (unsigned p = 0; p < P && !w->r->violation; p++) {
+        smove *m = &w->mv[p];
+        if (!m->active) continue;
+        if (m->busy && w->now < m->busy_until) continue;
+        m->busy = 0;
+        if (w->now < m->retry_at) continue;
+        move_step(w, p, m);
+    }
+}
+
+/* A node a running move depends on (its source, destination or the
+ * partition's leader), for the crash faults; -1 when no move runs. */
+static int move_victim(sim *w) {
+    unsigned p0 = (unsigned)(rnd(w) % P);
+    for (unsigned i = 0; i < P; i++) {
+        unsigned p = (p0 + i) % P;
+        smove *m = &w->mv[p];
+        if (!m->active) continue;
+        int cand[3] = {node_by_id(w, m->mv.add), node_by_id(w, m->mv.remove), w->cm.part[p].leader};
+        int j = cand[rnd(w) % 3];
+        if (j < 0) j = cand[2];
+        return j;
+    }
+    return -1;
+}
+
 static void ev_ctick(sim *w, ev *e) {
     (void)e;
     for (unsigned p = 0; p < P; p++) {
         cpart *c = &w->cm.part[p];
-        for (int k = 0; k < RF; k++) { /* followers down: out of the ISR */
+        for (int k = 0; k < c->nrep; k++) { /* followers down: out of the ISR */
             int j = c->rep[k];
             if (j != c->leader && (c->isr & (1u << j)) && !alive(w, j) && popcount(c->isr) > 1) {
                 c->isr &= ~(1u << j);
@@ -801,6 +1306,7 @@ static void ev_ctick(sim *w, ev *e) {
         if (!alive(w, c->leader)) c->failing = 1;
         if (c->failing) failover(w, p);
     }
+    moves_tick(w);
     if (w->now - w->last_push >= MAP_PUSH_MS * 1000ull) push_all(w);
     ev *t = ev_new(w, K_CTICK, w->now + CTICK_MS * 1000ull, -1, ev_ctick);
     schedule(w, t);
@@ -905,7 +1411,7 @@ static void ev_crep(sim *w, ev *e) {
             uint64_t pos = e->u2, hash = e->u3;
             const cpart *cp = &w->cm.part[c->p];
             int holders = 0;
-            for (int k = 0; k < RF; k++) {
+            for (int k = 0; k < cp->nrep; k++) {
                 int j = cp->rep[k];
                 int h = sh_holds(&w->nodes[j].sh[c->p], pos, hash);
                 holders += h;
@@ -960,7 +1466,16 @@ static void ev_fault(sim *w, ev *e) {
     unsigned f = (unsigned)(rnd(w) % 100);
     w->r->faults++;
     if (f < 14) {
-        if (n->up && w->down == 0) node_crash(w, n, "fault");
+        if (chance(w, 500)) { /* the source, the destination or the leader of a move */
+            int v = move_victim(w);
+            if (v >= 0) n = &w->nodes[v];
+        }
+        if (n->up && w->down == 0 && w->ho_node < 0) {
+            if (chance(w, 300))
+                handoff_start(w, n); /* a graceful stop */
+            else
+                node_crash(w, n, "fault");
+        }
     } else if (f < 34) {
         int j = (int)(rnd(w) % (uint64_t)w->n);
         if (j != i) {
@@ -1007,7 +1522,22 @@ static void check_r1(sim *w) {
                 n->served_epoch[p] = rep_epoch(n->rp, p);
                 check_new_leader(w, n, p);
             }
-            if (rep_write_check(n->rp, p) != REP_OK) continue;
+            if (n_write_check(n, p) != REP_OK) continue;
+            uint64_t e = rep_epoch(n->rp, p);
+            if (n->resign_ok_le[p] == e) {
+                violation(w,
+                          "T1: %s accepts writes of partition %u in epoch %llu after answering "
+                          "RESIGN OK",
+                          n->id, p, (unsigned long long)e);
+                return;
+            }
+            if (w->xfer[p].from == i && w->xfer[p].inc == n->inc && w->xfer[p].le == e) {
+                violation(w,
+                          "T1: %s accepts writes of partition %u in epoch %llu after its "
+                          "leadership was transferred to %s",
+                          n->id, p, (unsigned long long)e, w->nodes[w->cm.part[p].leader].id);
+                return;
+            }
             if (who >= 0) {
                 violation(w,
                           "R1: %s (epoch %llu) and %s (epoch %llu) both accept writes for "
@@ -1018,6 +1548,23 @@ static void check_r1(sim *w) {
             }
             who = i;
         }
+        if (who < 0) continue;
+        /* R3 at every instant: while a leader accepts writes in epoch e, no
+         * node serves leader reads of p in an older epoch (it would miss
+         * what the new leader acknowledges). */
+        uint64_t we = rep_epoch(w->nodes[who].rp, p);
+        for (int i = 0; i < w->n; i++) {
+            snode *n = &w->nodes[i];
+            if (i == who || !n->up || n->paused_until > w->now) continue;
+            if (n_read_check(n, p) == REP_OK && rep_epoch(n->rp, p) < we) {
+                violation(w,
+                          "R3: %s serves reads of partition %u in epoch %llu while %s accepts "
+                          "writes in epoch %llu",
+                          n->id, p, (unsigned long long)rep_epoch(n->rp, p), w->nodes[who].id,
+                          (unsigned long long)we);
+                return;
+            }
+        }
     }
 }
 
@@ -1026,7 +1573,7 @@ static void check_end(sim *w) {
     for (unsigned p = 0; p < P && !w->r->violation; p++) {
         cpart *c = &w->cm.part[p];
         snode *l = &w->nodes[c->leader];
-        if (!l->up || rep_write_check(l->rp, p) != REP_OK) {
+        if (!l->up || n_write_check(l, p) != REP_OK) {
             violation(w, "L: partition %u has no leader accepting writes at the end (%s, %s)", p,
                       l->id, l->up ? "refuses" : "down");
             return;
@@ -1075,7 +1622,7 @@ static int preload(sim *w) {
         snprintf(a->val, sizeof a->val, "p%d-%llu", k, (unsigned long long)(rnd(w) % 1000000));
         unsigned slot = keel_key_slot(a->key, strlen(a->key));
         a->p = slot / (16384u / P);
-        for (int r = 0; r < RF; r++) {
+        for (int r = 0; r < w->cm.part[a->p].nrep; r++) {
             snode *n = &w->nodes[w->cm.part[a->p].rep[r]];
             store_txn *t = store_txn_begin(n->st);
             if (store_txn_put(t, slot, a->key, strlen(a->key), STORE_T_STRING, 0, a->val,
@@ -1099,6 +1646,7 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
     w->n = o->nodes ? o->nodes : 3 + (int)(rnd(w) % 3);
     if (w->n < 3) w->n = 3;
     if (w->n > MAXN) w->n = MAXN;
+    w->ho_node = -1;
     w->fault_end = (o->fault_ms ? o->fault_ms : 6000) * 1000ull;
     w->end = w->fault_end + SETTLE_MS * 1000ull;
     const char *base = o->dir                          ? o->dir
@@ -1113,11 +1661,13 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
     int rc = 0;
     for (unsigned p = 0; p < P; p++) {
         cpart *c = &w->cm.part[p];
+        c->nrep = RF;
         for (int k = 0; k < RF; k++)
             c->rep[k] = (int)((p + (unsigned)k) % (unsigned)w->n);
         c->leader = c->rep[0];
         c->isr = (1u << c->rep[0]) | (1u << c->rep[1]) | (1u << c->rep[2]);
         c->lepoch = c->pepoch = 1;
+        w->xfer[p].from = -1;
     }
     for (int i = 0; i < w->n; i++) {
         snode *n = &w->nodes[i];

@@ -40,7 +40,15 @@
 
 /* Mutations of the coordinator model (the engines' are REP_MUT_*). */
 enum {
-    REPSIM_MUT_PROMOTE_NON_ISR = 1 << 0 /* fail over to a replica outside the ISR when one is up */
+    REPSIM_MUT_PROMOTE_NON_ISR = 1 << 0, /* fail over to a replica outside the ISR when one is up */
+    /* Replica moves (the executor over coord_repstep.c, and the modelled
+     * binding's RESIGN): */
+    REPSIM_MUT_REMOVE_BEFORE_ISR = 1 << 1,    /* remove the source while the new copy catches up */
+    REPSIM_MUT_COMMIT_BEFORE_RESIGN = 1 << 2, /* commit a transfer without RESIGN's OK */
+    REPSIM_MUT_TRANSFER_NON_ISR = 1 << 3,     /* transfer to a replica outside the ISR */
+    REPSIM_MUT_WRITE_AFTER_RESIGN = 1 << 4,   /* the old leader keeps taking writes in RESIGN */
+    REPSIM_MUT_READ_AFTER_RESIGN = 1 << 5     /* ... keeps serving reads after RESIGN OK (the
+                                               * binding before the fix: seed 2000, R3) */
 };
 
 typedef struct repsim_opts {
@@ -60,6 +68,9 @@ typedef struct repsim_result {
     uint64_t writes_acked, reads_checked, faults;
     unsigned failovers, isr_shrinks, isr_expands, copies, truncations, noreplicas;
     unsigned crashes, drops, pauses, cuts, clock_steps, disk_errors;
+    unsigned moves, moves_done, moves_aborted, transfers, resigns, resign_errors;
+    unsigned reelections;            /* a move that gave up after RESIGN OK re-elected the leader */
+    unsigned handoffs, handoff_left; /* SIGTERM hand-offs; partitions still led at the stop */
 } repsim_result;
 
 /* Runs one simulation. 0 (see r->violation), or -1 if the simulator itself

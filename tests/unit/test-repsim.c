@@ -59,6 +59,8 @@ static void test_ci_seeds(void **state) {
     uint64_t events = 0, acked = 0, reads = 0, faults = 0, sim_ms = 0;
     unsigned failovers = 0, shrinks = 0, expands = 0, copies = 0, truncs = 0, norep = 0;
     unsigned crashes = 0, cuts = 0, pauses = 0;
+    unsigned moves = 0, done = 0, aborted = 0, transfers = 0, resigns = 0, resign_err = 0;
+    unsigned handoffs = 0, ho_left = 0, reelect = 0;
     for (unsigned i = 0; i < n; i++) {
         uint64_t seed = one ? strtoull(one, NULL, 10) : 2000 + i;
         repsim_result r;
@@ -69,6 +71,9 @@ static void test_ci_seeds(void **state) {
         failovers += r.failovers, shrinks += r.isr_shrinks, expands += r.isr_expands;
         copies += r.copies, truncs += r.truncations, norep += r.noreplicas;
         crashes += r.crashes, cuts += r.cuts, pauses += r.pauses;
+        moves += r.moves, done += r.moves_done, aborted += r.moves_aborted;
+        transfers += r.transfers, resigns += r.resigns, resign_err += r.resign_errors;
+        handoffs += r.handoffs, ho_left += r.handoff_left, reelect += r.reelections;
         assert_true(r.writes_acked > 0);
         assert_true(r.reads_checked > 0);
     }
@@ -77,14 +82,19 @@ static void test_ci_seeds(void **state) {
         assert_true(failovers > 0);
         assert_true(shrinks > 0 && expands > 0);
         assert_true(copies > 0 && truncs > 0); /* catch-up by copy, truncation */
+        /* replica moves finish and abort, leaderships are transferred */
+        assert_true(done > 0 && aborted > 0 && transfers > 0);
     }
     printf("repsim: %u seeds in %.1f s wall (%.0f seeds/min): %llu events, %llu writes acked, "
            "%llu reads checked, %llu faults (%u crashes, %u coordinator cuts, %u pauses), "
            "%u failovers, ISR %u shrinks / %u expands, %u full copies, %u truncations, "
-           "%u NOREPLICAS, %.0f s simulated\n",
+           "%u NOREPLICAS, %.0f s simulated; %u replica moves (%u done, %u aborted), %u leadership "
+           "transfers, %u RESIGNs (%u refused or timed out), %u re-elections after a RESIGN OK, "
+           "%u SIGTERM hand-offs (%u partitions still led at the stop)\n",
            n, dt, n / dt * 60, (unsigned long long)events, (unsigned long long)acked,
            (unsigned long long)reads, (unsigned long long)faults, crashes, cuts, pauses, failovers,
-           shrinks, expands, copies, truncs, norep, sim_ms / 1e3);
+           shrinks, expands, copies, truncs, norep, sim_ms / 1e3, moves, done, aborted, transfers,
+           resigns, resign_err, reelect, handoffs, ho_left);
 }
 
 static void test_replay(void **state) {
@@ -138,12 +148,47 @@ static void test_mutation_no_lease(void **state) {
     caught("serve-without-a-lease", REP_MUT_NO_LEASE, 0);
 }
 
+/* Replica moves and leadership transfers (coord_repstep.c driven by the
+ * simulator's coordinator model; the binding's RESIGN modelled). */
+static void test_mutation_remove_before_isr(void **state) {
+    (void)state;
+    caught("remove-the-source-before-the-new-copy-is-in-sync", 0, REPSIM_MUT_REMOVE_BEFORE_ISR);
+}
+
+static void test_mutation_commit_before_resign(void **state) {
+    (void)state;
+    caught("commit-a-transfer-without-RESIGN-OK", 0, REPSIM_MUT_COMMIT_BEFORE_RESIGN);
+}
+
+static void test_mutation_transfer_non_isr(void **state) {
+    (void)state;
+    caught("transfer-to-a-non-ISR-replica", 0, REPSIM_MUT_TRANSFER_NON_ISR);
+}
+
+static void test_mutation_write_after_resign(void **state) {
+    (void)state;
+    caught("old-leader-writes-after-RESIGN", 0, REPSIM_MUT_WRITE_AFTER_RESIGN);
+}
+
+/* The bug the simulator found in the binding (rep_uv.c, fixed): after
+ * RESIGN OK the old leader still served reads under its lease while the
+ * target, leading with a lease of its own, took writes (first seen at seed
+ * 2000 of commit 3811236: a promotion whose old leader was cut off from the
+ * coordinator right after its OK). The old rule, as a mutation, must be
+ * caught within the CI seeds; with the fix they pass (test_ci_seeds). */
+static void test_mutation_read_after_resign(void **state) {
+    (void)state;
+    caught("old-leader-reads-after-RESIGN-OK (the binding before the fix)", 0,
+           REPSIM_MUT_READ_AFTER_RESIGN);
+}
+
 static void test_soak(void **state) {
     (void)state;
     const char *e = getenv("REPSIM_SECONDS");
     if (!e || atoi(e) <= 0) skip();
     double until = wall() + atoi(e), t0 = wall();
-    uint64_t seed = (uint64_t)time(NULL) * 1000003u, n = 0, failovers = 0;
+    uint64_t seed = (uint64_t)time(NULL) * 1000003u, n = 0, failovers = 0, moves = 0, done = 0;
+    uint64_t aborted = 0, transfers = 0;
     while (wall() < until) {
         repsim_result r;
         fprintf(stderr, "repsim soak: seed %llu\n", (unsigned long long)seed);
@@ -151,12 +196,16 @@ static void test_soak(void **state) {
         if (r.violation)
             fail_msg("%s (replay: REPSIM_SEED=%llu build/test-repsim)", r.what,
                      (unsigned long long)seed);
-        failovers += r.failovers;
+        failovers += r.failovers, moves += r.moves, done += r.moves_done;
+        aborted += r.moves_aborted, transfers += r.transfers;
         seed++, n++;
     }
     double dt = wall() - t0;
-    printf("repsim soak: %llu seeds in %.0f s (%.0f seeds/min), %llu failovers\n",
-           (unsigned long long)n, dt, n / dt * 60, (unsigned long long)failovers);
+    printf("repsim soak: %llu seeds in %.0f s (%.0f seeds/min), %llu failovers, %llu replica "
+           "moves (%llu done, %llu aborted), %llu leadership transfers\n",
+           (unsigned long long)n, dt, n / dt * 60, (unsigned long long)failovers,
+           (unsigned long long)moves, (unsigned long long)done, (unsigned long long)aborted,
+           (unsigned long long)transfers);
 }
 
 int main(void) {
@@ -168,6 +217,11 @@ int main(void) {
         cmocka_unit_test(test_mutation_promote_non_isr),
         cmocka_unit_test(test_mutation_no_truncate),
         cmocka_unit_test(test_mutation_no_lease),
+        cmocka_unit_test(test_mutation_remove_before_isr),
+        cmocka_unit_test(test_mutation_commit_before_resign),
+        cmocka_unit_test(test_mutation_transfer_non_isr),
+        cmocka_unit_test(test_mutation_write_after_resign),
+        cmocka_unit_test(test_mutation_read_after_resign),
         cmocka_unit_test(test_soak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -206,6 +206,27 @@ static void transfer_needs_resign_at_this_epoch(void **st) {
     assert_true(rmove_in_isr(&p, "a")); /* the old leader stays, in sync */
 }
 
+/* The target is lost after the leader's RESIGN OK: the leader refuses the
+ * partition until its epoch changes, so the move re-elects it in a new
+ * leader epoch before it aborts (found by repsim, seed 2141). */
+static void abort_after_resign_ok_reelects_the_leader(void **st) {
+    (void)st;
+    mapstore_partition p = part("a,b,c", 7);
+    rmove mv = mk(RMOVE_PROMOTE, "", "", "b");
+    mv.resigned_le = 1;
+    snprintf(mv.resign_to, sizeof mv.resign_to, "b");
+    p.isr = 5; /* b left the ISR after the OK */
+    rmove_action a;
+    rmove_next(&mv, &p, 5000, 1000, up, NULL, &a); /* timed out */
+    assert_int_equal(a.act, RACT_SET_LEADER);
+    assert_string_equal(a.target, "a");
+    assert_int_equal(a.leader_epoch, 1);
+    p.leader_epoch = 2, p.epoch = 2, p.partition_epoch = 2; /* the re-election */
+    rmove_next(&mv, &p, 5000, 1000, up, NULL, &a);
+    assert_int_equal(a.act, RACT_ABORT);
+    assert_int_equal(a.nids, 0);
+}
+
 /* A failover moved the leadership off the source meanwhile: no transfer,
  * straight to removal. */
 static void failover_during_move_skips_transfer(void **st) {
@@ -352,6 +373,7 @@ int main(void) {
         cmocka_unit_test(remove_leader_picks_in_sync_follower),
         cmocka_unit_test(resumes_from_the_map),
         cmocka_unit_test(check_refuses),
+        cmocka_unit_test(abort_after_resign_ok_reelects_the_leader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
