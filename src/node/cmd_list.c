@@ -229,8 +229,8 @@ static int lrange_one(void *arg, const char *rk, size_t rkl, const store_value *
  * start's record (its field is head + start), not a walk past the first
  * start records, so LRANGE -100 -1 of a long list costs 100 steps. cb gets
  * the record key without the slot prefix. Returns the count or KEEL_E*. */
-static long el_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, uint64_t start,
-                    size_t max, store_rec_cb cb, void *arg) {
+static long el_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, uint64_t start, size_t max,
+                    store_rec_cb cb, void *arg) {
     char *lo = malloc(kl + 19), *hi = malloc(kl + 11);
     long n = KEEL_ENOMEM;
     if (lo && hi) {
