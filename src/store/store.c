@@ -359,9 +359,14 @@ static void set_options(store *s, const store_opts *o) {
     rocksdb_options_set_level_compaction_dynamic_level_bytes(s->opts, 1);
     rocksdb_options_set_bytes_per_sync(s->opts, 1 << 20);
     /* Most SETs write new keys: a memtable bloom makes the stats lookup of
-     * an absent key cheap before it reaches the SST blooms. */
+     * an absent key cheap before it reaches the SST blooms. Its size is
+     * 1 % of the memtable (640 KiB of 64 MiB, ~8 bits per record of 80 B):
+     * a fresh memtable's bloom is allocated and zeroed inside the write that
+     * switches memtables, on the loop thread, and at 5 % (3.2 MiB) that
+     * write took 3.3-5 ms of CPU against 0.8-1.9 ms at 1 %
+     * (docs/benchmarks.md, "The longest turn of a move"). */
     rocksdb_options_set_memtable_whole_key_filtering(s->opts, 1);
-    rocksdb_options_set_memtable_prefix_bloom_size_ratio(s->opts, 0.05);
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(s->opts, 0.01);
     /* The slot prefix is the prefix extractor: the SST prefix blooms and the
      * memtable bloom are built on it, and iterators stay within one slot
      * (prefix_same_as_start) or ask for total order. */

@@ -228,6 +228,10 @@ long store_scan_range(store *s, unsigned slot, const char *from, size_t fromlen,
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_prefix_same_as_start(ro, 1);
     rocksdb_readoptions_set_iterate_upper_bound(ro, hi, hil);
+    /* pinned: each step's key stays where the memtable holds it, so the
+     * iterator does not copy it into its own buffer (the value is copied
+     * by cb anyway; nothing is kept past the scan) */
+    rocksdb_readoptions_set_pin_data(ro, 1);
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf_data);
     long n = 0;
     for (rocksdb_iter_seek(it, lo, KEY_PREFIX + fromlen); rocksdb_iter_valid(it) && (size_t)n < max;
@@ -287,6 +291,7 @@ long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t from
     /* and the upper one: without it a seek_for_prev past the range's last
      * record walks every deleted record (and range tombstone) above it */
     rocksdb_readoptions_set_iterate_upper_bound(ro, hi, hil);
+    rocksdb_readoptions_set_pin_data(ro, 1); /* as in store_scan_range */
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf_data);
     long n = 0;
     rocksdb_iter_seek_for_prev(it, hi, hil);
