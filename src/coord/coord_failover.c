@@ -25,6 +25,7 @@
  */
 #include "coord/coord_defer.h"
 #include "coord/coord_rep.h"
+#include "coord/coord_repmove.h"
 #include "coord/coord_rf.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -286,6 +287,9 @@ static void failover_done(void *arg, const mapstore_result *r) {
         resp_w_simple(coord_defer_out(rp->reply), txt);
     }
     take_end(co, rp, NULL);
+    /* The new leader and the followers fetch the map now, not at their next
+     * heartbeat (up to heartbeat_ms later). */
+    coord_repmoves_nudge(co, np);
     free(a);
 }
 

@@ -28,6 +28,8 @@
 #define RESIGN_RETRY_MS 200 /* after a refused or lost RESIGN */
 #define WRITE_RETRY_MS 200  /* after a write that failed (not a CAS miss) */
 #define KEEP_FINISHED 64    /* finished moves kept for `keel moves` */
+#define NUDGES_MAX 32       /* nudges waiting for a link at once */
+#define NUDGE_WAIT_MS 2000  /* a waiting nudge is dropped after this (a heartbeat came) */
 
 typedef struct rm {
     rmove mv;
@@ -67,6 +69,13 @@ typedef struct coord_repmoves_state {
     uint64_t next_id;
     handoff *handoffs;
     coord_repmove_counts counts;
+    /* Nudges that found no ready link: sent when it is (on_link_ready, the
+     * tick) until their deadline, so a leader change reaches every replica
+     * at once even over a link dialled just now. */
+    struct pending_nudge {
+        char id[KEEL_ID_MAX + 1];
+        int64_t until_ms;
+    } nudges[NUDGES_MAX];
 } rms;
 
 static rms *state_of(coord *co) {
@@ -218,16 +227,54 @@ static void on_nudge(void *arg, void *tag, redisReply *r) {
     (void)arg, (void)tag, (void)r; /* best effort: the next heartbeat brings the map anyway */
 }
 
-/* After a leadership transfer commits: every replica heartbeats at once, so
- * the new leader gets the map and its lease, and the old one the map that
- * sends its clients on, without waiting for their next heartbeat. */
-static void nudge_replicas(rms *x, const mapstore_partition *p) {
-    for (unsigned i = 0; i < p->nreplicas; i++) {
-        coord_link *l = coord_links_ready_for(&x->links, p->replicas[i], coord_now(x->co));
-        if (!l) continue;
-        const char *argv[] = {"KEEL.REP.NUDGE"};
-        (void)peerlink_send(l->pl, on_nudge, NULL, 1, argv, NULL);
+static int nudge_send(rms *x, const char *id) {
+    coord_link *l = coord_links_ready_for(&x->links, id, coord_now(x->co));
+    if (!l) return -1; /* dialling (coord_links_ready_for started it) */
+    const char *argv[] = {"KEEL.REP.NUDGE"};
+    (void)peerlink_send(l->pl, on_nudge, NULL, 1, argv, NULL);
+    return 0;
+}
+
+static void nudge_later(rms *x, const char *id) {
+    int64_t now = coord_now(x->co);
+    struct pending_nudge *free_slot = NULL;
+    for (int i = 0; i < NUDGES_MAX; i++) {
+        struct pending_nudge *n = &x->nudges[i];
+        if (n->id[0] && !strcmp(n->id, id)) free_slot = n; /* one per node is enough */
+        if (!free_slot && (!n->id[0] || n->until_ms < now)) free_slot = n;
     }
+    if (!free_slot) return; /* best effort: its next heartbeat brings the map */
+    snprintf(free_slot->id, sizeof free_slot->id, "%s", id);
+    free_slot->until_ms = now + NUDGE_WAIT_MS;
+}
+
+/* Sends the waiting nudges whose link is ready; drops the expired ones. */
+static void nudges_flush(rms *x) {
+    int64_t now = coord_now(x->co);
+    for (int i = 0; i < NUDGES_MAX; i++) {
+        struct pending_nudge *n = &x->nudges[i];
+        if (n->id[0] && (n->until_ms < now || nudge_send(x, n->id) == 0)) n->id[0] = 0;
+    }
+}
+
+static void on_link_ready(void *arg, coord_link *l) {
+    (void)l;
+    nudges_flush(arg);
+}
+
+/* After a leader change commits (a transfer here, a failover in
+ * coord_failover.c): every replica heartbeats at once, so the new leader
+ * gets the map and its lease, and the old one the map that sends its
+ * clients on, without waiting for their next heartbeat. A replica whose link
+ * is not ready is nudged as soon as it is. */
+static void nudge_replicas(rms *x, const mapstore_partition *p) {
+    for (unsigned i = 0; i < p->nreplicas; i++)
+        if (nudge_send(x, p->replicas[i])) nudge_later(x, p->replicas[i]);
+}
+
+void coord_repmoves_nudge(coord *co, const mapstore_partition *p) {
+    rms *x = state_of(co);
+    if (x && !x->stopping) nudge_replicas(x, p);
 }
 
 /* ---- RESIGN --------------------------------------------------------------- */
@@ -312,6 +359,10 @@ static void drive(rms *x, rm *m) {
         submit_replicas(x, m, &a, W_REPLICAS, NULL);
         break;
     case RACT_RESIGN:
+        /* Dial every replica now, so the nudges after the commit find ready
+         * links (a link dialled only then costs a heartbeat interval). */
+        for (unsigned i = 0; i < p.nreplicas; i++)
+            (void)coord_links_ready_for(&x->links, p.replicas[i], now);
         send_resign(x, m, &a);
         break;
     case RACT_SET_LEADER:
@@ -337,6 +388,7 @@ static void on_tick(uv_timer_t *t) {
     for (rm *m = x->head; m; m = m->next)
         drive(x, m);
     check_handoffs(x);
+    nudges_flush(x);
     trim(x);
 }
 
@@ -700,7 +752,7 @@ int coord_repmoves_start(coord *co) {
     rms *x = calloc(1, sizeof *x);
     if (!x) return KEEL_ENOMEM;
     x->co = co;
-    coord_links_init(&x->links, co, NULL, x);
+    coord_links_init(&x->links, co, on_link_ready, x);
     uv_timer_init(co->loop, &x->timer);
     x->timer.data = x;
     uv_timer_start(&x->timer, on_tick, TICK_MS, TICK_MS);

@@ -48,6 +48,12 @@ int coord_repmoves_start(coord *co);
 /* Closes links and frees every move; callbacks in flight do nothing. */
 void coord_repmoves_stop(coord *co);
 
+/* After a leader change of p committed: asks every replica of p to
+ * heartbeat at once (KEEL.REP.NUDGE), now or as soon as its link is ready,
+ * so the new map and the new leader's lease arrive without waiting for the
+ * heartbeat interval. Best effort. */
+void coord_repmoves_nudge(coord *co, const mapstore_partition *p);
+
 /* Starts a replica move of partition p: kind with add / remove / lead_to
  * as in coord_repstep.h (NULL or "" for none), reason for logs and views.
  * Checks: p in range, RF > 1 for p (replicas > 1 or the setting), no replica

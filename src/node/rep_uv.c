@@ -100,8 +100,12 @@ struct node_rep {
      * seed 2000, R3). */
     uint64_t *resigned_le;
     resign resigns[RESIGNS_MAX];
+    unsigned resigns_waiting; /* active and not done: checked at every turn end */
+    int tick_on;              /* the tick timer is running (node_rep_map_changed kicks it) */
     node_rep_stats st;
 };
+
+static void resign_tick(node_rep *nr, uint64_t now);
 
 /* ---- Failure ------------------------------------------------------------- */
 
@@ -367,6 +371,10 @@ uint64_t node_rep_seal(node_rep *nr) {
     nr->turn_gen++;
     flush_all(nr);
     if (nr->maybe_release) try_release(nr);
+    /* A RESIGN is answered at the end of the turn that brought the target's
+     * acknowledgement (every write taken before the RESIGN has its position
+     * now), not at the next tick: the hold is one round trip (C5). */
+    if (nr->resigns_waiting) resign_tick(nr, keel_mono_us());
     return token;
 }
 
@@ -462,6 +470,9 @@ int node_rep_map_changed(node_rep *nr) {
     }
     nr->maybe_release = 1;
     try_release(nr);
+    /* Tick now: a new follower's subscription (or a new leader's first
+     * messages) leaves at once, not up to REP_TICK_MS later. */
+    if (nr->tick_on) uv_timer_start(&nr->tick, on_tick, 0, REP_TICK_MS);
     return 0;
 }
 
@@ -585,6 +596,7 @@ static void resign_tick(node_rep *nr, uint64_t now) {
         } else {
             continue;
         }
+        if (nr->resigns_waiting) nr->resigns_waiting--;
         if (g->c)
             rserver_resume(g->c);
         else
@@ -640,6 +652,7 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
     memcpy(g->target, argv[4], len[4]);
     g->target[len[4]] = 0;
     nr->refuse_le[p] = le; /* no new write from now on */
+    nr->resigns_waiting++;
     keel_log(KEEL_LOG_INFO, "rep_resigning", "partition=%u epoch=%llu target=%s", (unsigned)p,
              (unsigned long long)le, g->target);
     return RSERVER_HOLD;
@@ -687,6 +700,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
     uv_timer_init(s->loop, &nr->tick);
     nr->tick.data = nr;
     uv_timer_start(&nr->tick, on_tick, REP_TICK_MS, REP_TICK_MS);
+    nr->tick_on = 1;
     return nr;
 fail:
     rep_free(nr->eng);
@@ -722,6 +736,7 @@ void node_rep_free(node_rep *nr) {
     free(nr->resigned_le);
     peerauth_secret_wipe(&nr->secret);
     uv_timer_stop(&nr->tick);
+    nr->tick_on = 0;
     uv_close((uv_handle_t *)&nr->tick, tick_closed);
 }
 
