@@ -260,6 +260,10 @@ int peerlink_ready(const peerlink *l) {
     return l && l->state == S_READY;
 }
 
+void peerlink_push(peerlink *l) {
+    if (l && !l->closed && l->state == S_READY && l->ac) redisAsyncHandleWrite(l->ac);
+}
+
 const char *peerlink_addr(const peerlink *l) {
     return l ? l->addr : "-";
 }

@@ -54,6 +54,10 @@ peerlink *peerlink_open(uv_loop_t *loop, const char *host, int port, const char 
 int peerlink_send(peerlink *l, peerlink_reply_fn cb, void *tag, int argc, const char **argv,
                   const size_t *lens);
 int peerlink_ready(const peerlink *l);
+/* Writes what peerlink_send queued to the socket now (as much as it takes),
+ * instead of at the loop's next writable event: for a caller about to block
+ * (a leader's batch leaves before its own fsync). No-op unless ready. */
+void peerlink_push(peerlink *l);
 /* The peer's "host:port", for logs. */
 const char *peerlink_addr(const peerlink *l);
 /* The client's step 3 of KEEL.AUTH on a hiredis reply: checks that r is the

@@ -60,11 +60,21 @@ static void meta_name(char *b, size_t cap, unsigned p) {
     snprintf(b, cap, "rep/%u", p);
 }
 
+static int persist(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen, int lazy);
+
 int rep_persist(rep *r, rep_part *pp) {
-    return rep_persist_redo(r, pp, 0, NULL, 0);
+    return persist(r, pp, 0, NULL, 0, 0);
+}
+
+int rep_persist_lazy(rep *r, rep_part *pp) {
+    return persist(r, pp, 0, NULL, 0, 1);
 }
 
 int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen) {
+    return persist(r, pp, bepoch, redo, rlen, 1);
+}
+
+static int persist(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen, int lazy) {
     size_t n = 18 + (size_t)pp->nec * 16, total = n + (redo ? 8 + rlen : 0);
     char stackb[18 + REP_EC_MAX * 16 + 8 + 512];
     char *b = total <= sizeof stackb ? stackb : malloc(total);
@@ -83,7 +93,12 @@ int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, si
     }
     char name[32];
     meta_name(name, sizeof name, pp->p);
-    int rc = store_meta_put(r->env.st, name, b, total);
+    int rc = lazy ? store_meta_put_lazy(r->env.st, name, b, total)
+                  : store_meta_put(r->env.st, name, b, total);
+    if (lazy)
+        r->st.records_lazy++;
+    else
+        r->st.records_synced++;
     if (b != stackb) free(b);
     return rc;
 }

@@ -127,9 +127,14 @@ void rep_lease(rep *r, unsigned p, uint64_t leader_epoch, uint64_t sent_us);
  * Applies to leases renewed from now on. */
 void rep_set_lease_ms(rep *r, unsigned ms);
 
-/* After the turn's store_sync succeeded: gives the turn's writes to each led
- * partition a position, persists it and streams the batch. Returns 0 or a
- * KEEL_E* (the node stops). */
+/* After the turn is written to the store (store_write_turn, or the turn's
+ * store_sync): gives the turn's writes to each led partition a position,
+ * records it (unsynced: rep_persist_lazy) and streams the batch. The
+ * binding may let the batch leave before the turn's fsync, and must then
+ * run nothing that commits or releases (rep_message, rep_tick, a release
+ * on env->committed) until that fsync succeeded: a reply waits for the
+ * leader's own durability and the ISR's acks (docs/replication.md "Write
+ * path speed"). Returns 0 or a KEEL_E* (the node stops). */
 int rep_turn_end(rep *r);
 /* The last position of p this node holds (the position a leader's turn got
  * at rep_turn_end), and the leader's committed position. */
@@ -158,6 +163,10 @@ typedef struct rep_stats {
     uint64_t isr_proposals;
     uint64_t copies_deferred; /* copy requests held by REP_COPY_MAX or the backoff */
     unsigned copies_active;   /* full copies being sent now */
+    /* "rep/<p>" record writes: synced on their own (an fsync each), and
+     * unsynced (durable with the turn's fsync; docs/replication.md "Write
+     * path speed"). */
+    uint64_t records_synced, records_lazy;
 } rep_stats;
 void rep_get_stats(const rep *r, rep_stats *out);
 

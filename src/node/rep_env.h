@@ -39,7 +39,10 @@ typedef struct rep_env {
     /* A KEEL.REP.* message to peer_id. 0, or -1 if it cannot even be queued
      * (then it is lost, as on a broken connection). The vectors are
      * borrowed for the call. Messages sent during a turn leave after the
-     * turn's store_sync (group commit), as every reply does. */
+     * turn's store_sync (group commit), as every reply does; a leader's
+     * APPEND, STREAM, SNAP and DIVERGED may leave earlier, once the turn is
+     * written (they claim nothing about the sender's durability), never a
+     * follower's SUB or ACK. */
     int (*send)(void *ctx, const char *peer_id, int argc, const char **argv, const size_t *len);
     /* A KEEL.REP.ISR proposal to the coordinator (dropped when not
      * connected: the leader proposes again on a later tick). */

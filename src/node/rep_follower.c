@@ -11,9 +11,11 @@
  *
  * A batch is applied as: the rep/<p> record [lo = end, hi = pos, epoch
  * cache with (batch epoch, pos) if the batch opens a new epoch, and the
- * batch itself as a redo] written and synced first, then the records in one txn committed into the
- * turn (made durable by the turn's store_sync per --fsync), then the ACK of pos, which the binding
- * sends after that store_sync.
+ * batch itself as a redo] written to the WAL first (unsynced), then the records in one txn
+ * committed into the turn; the turn's store_sync (per --fsync) makes both durable with one fsync
+ * (the WAL keeps the order: if the batch survives a crash, so does the record; if only the record
+ * does, rep_restore redoes the batch), then the ACK of pos, which the binding sends after that
+ * store_sync.
  */
 #include "core/err.h"
 #include "core/log.h"

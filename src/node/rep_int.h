@@ -94,8 +94,14 @@ static inline uint64_t rep_now(const rep *r) {
 }
 
 /* rep.c */
-int rep_persist(rep *r, rep_part *pp); /* writes "rep/<p>": plo/phi/copying/ec */
-/* ... and the batch at phi (a follower, before applying it). */
+int rep_persist(rep *r, rep_part *pp); /* writes "rep/<p>": plo/phi/copying/ec, synced */
+/* The same, unsynced (store_meta_put_lazy): in the WAL after every write
+ * before it and before every later one, durable with the next fsync
+ * ("Write path speed" in docs/replication.md). A leader's per-turn record. */
+int rep_persist_lazy(rep *r, rep_part *pp);
+/* ... and the batch at phi (a follower, before applying it), unsynced like
+ * rep_persist_lazy: the turn's own fsync makes record and batch durable at
+ * once, and the WAL's order keeps the record if the batch survives. */
 int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen);
 void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start);
 uint64_t rep_ec_last(const rep_part *pp); /* last epoch in the cache; 0 if none */

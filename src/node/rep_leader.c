@@ -371,11 +371,14 @@ static void log_trim(rep_part *pp) {
 int leader_turn_end(rep *r, rep_part *pp) {
     if (pp->pend.len >= SIZE_MAX / 2) return KEEL_ENOMEM; /* a capture append failed */
     uint64_t pos = pp->end + 1;
-    /* The batch is durable (the turn's store_sync); so is the record that
-     * says so, before anything leaves. */
+    /* The batch is durable (the turn's store_sync). The record that says so
+     * goes to the WAL after it, unsynced: it precedes every later turn's
+     * data, so a crash that keeps the next turn keeps it too; one that
+     * loses it restores end = pos (the previous record's hi), which holds
+     * (docs/replication.md "Write path speed"). No fsync of its own. */
     pp->plo = pos;
     pp->phi = pos + 1;
-    int rc = rep_persist(r, pp);
+    int rc = rep_persist_lazy(r, pp);
     if (rc) return rc;
     if (pp->nlog == pp->caplog) {
         size_t cap = pp->caplog ? pp->caplog * 2 : 64;

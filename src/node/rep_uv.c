@@ -43,6 +43,7 @@ typedef struct rlink {
     peerlink *pl;
     int ready, dead;    /* dead: went down; closed and told at the next tick */
     kbuf q;             /* queued messages: [u32 argc] then argc x [u32 len][bytes] */
+    kbuf qe;            /* the same, a leader's data messages: may leave before the fsync */
     uint64_t in_client; /* the newest incoming connection from this peer (client id) */
     uint64_t redial_us; /* no new dial before this (keel_mono_us) */
     unsigned fails;     /* consecutive downs, to keep the log readable */
@@ -137,6 +138,7 @@ static rlink *link_get(node_rep *nr, const char *id) {
     l->nr = nr;
     snprintf(l->id, sizeof l->id, "%s", id);
     kbuf_init(&l->q);
+    kbuf_init(&l->qe);
     nr->links[nr->nlinks++] = l;
     return l;
 }
@@ -158,7 +160,7 @@ static void on_link_down(void *arg, peerlink *pl, const char *why) {
              "peer=%s reason=\"%s\" attempt=%u", l->id, why ? why : "", l->fails);
     l->dead = 1;
     l->ready = 0;
-    l->q.len = 0;
+    l->q.len = l->qe.len = 0;
     l->nr->st.links_down++;
 }
 
@@ -169,7 +171,7 @@ static void link_settle(node_rep *nr, rlink *l) {
     peerlink_close(l->pl);
     l->pl = NULL;
     l->dead = l->ready = 0;
-    l->q.len = 0;
+    l->q.len = l->qe.len = 0;
     l->redial_us = keel_mono_us() + REDIAL_US;
     rep_peer_down(nr->eng, l->id);
 }
@@ -195,18 +197,18 @@ static size_t get_u32(const char *p) {
     return (size_t)x[0] << 24 | (size_t)x[1] << 16 | (size_t)x[2] << 8 | x[3];
 }
 
-/* Sends l's queue, in order, if the link is ready. */
-static void link_flush(node_rep *nr, rlink *l) {
-    if (!l->ready || l->dead || !l->q.len) return;
+/* Sends queue q of l, in order, if the link is ready. */
+static void queue_flush(node_rep *nr, rlink *l, kbuf *q) {
+    if (!l->ready || l->dead || !q->len) return;
     size_t off = 0;
-    while (off + 4 <= l->q.len) {
-        int argc = (int)get_u32(l->q.p + off);
+    while (off + 4 <= q->len) {
+        int argc = (int)get_u32(q->p + off);
         const char *argv[MSG_ARGS_MAX];
         size_t len[MSG_ARGS_MAX];
         size_t o = off + 4;
         for (int i = 0; i < argc; i++) {
-            len[i] = get_u32(l->q.p + o);
-            argv[i] = l->q.p + o + 4;
+            len[i] = get_u32(q->p + o);
+            argv[i] = q->p + o + 4;
             o += 4 + len[i];
         }
         if (peerlink_send(l->pl, NULL, NULL, argc, argv, len)) {
@@ -216,12 +218,34 @@ static void link_flush(node_rep *nr, rlink *l) {
         nr->st.msgs_out++;
         off = o;
     }
-    l->q.len = 0;
+    q->len = 0;
+}
+
+/* Both queues: the leader's data first (as it would have left early). */
+static void link_flush(node_rep *nr, rlink *l) {
+    queue_flush(nr, l, &l->qe);
+    queue_flush(nr, l, &l->q);
 }
 
 static void flush_all(node_rep *nr) {
     for (size_t i = 0; i < nr->nlinks; i++)
         link_flush(nr, nr->links[i]);
+}
+
+/* A leader's messages (batches, copies, STREAM, DIVERGED) claim nothing
+ * about the sender's durability: they may leave once the turn is written,
+ * before its fsync ("Write path speed" in docs/replication.md). A
+ * follower's SUB and ACK claim positions held durably: never early. Per
+ * partition, all messages one node sends another are of one role, so
+ * each partition's order is kept (the epoch in every message drops what a
+ * role change leaves behind). */
+static int early_msg(int argc, const char **argv, const size_t *len) {
+    static const char *const names[] = {"KEEL.REP.APPEND", "KEEL.REP.STREAM", "KEEL.REP.SNAP",
+                                        "KEEL.REP.DIVERGED"};
+    if (argc < 1) return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (len[0] == strlen(names[i]) && memcmp(argv[0], names[i], len[0]) == 0) return 1;
+    return 0;
 }
 
 /* ---- The environment ----------------------------------------------------- */
@@ -231,7 +255,8 @@ static uint64_t e_now_us(void *ctx) {
     return keel_mono_us();
 }
 
-/* Queued: leaves at the next flush point, after the turn's store_sync. */
+/* Queued: leaves at the next flush point, after the turn's store_sync; a
+ * leader's data message perhaps before it (early_msg, node_rep_presync). */
 static int e_send(void *ctx, const char *peer, int argc, const char **argv, const size_t *len) {
     node_rep *nr = ctx;
     rlink *l = link_get(nr, peer);
@@ -246,20 +271,22 @@ static int e_send(void *ctx, const char *peer, int argc, const char **argv, cons
     size_t need = 4;
     for (int i = 0; i < argc; i++)
         need += 4 + len[i];
-    if (l->q.len + need > LINK_QUEUE_MAX) { /* a peer this far behind: reset, it resubscribes */
+    if (l->q.len + l->qe.len + need >
+        LINK_QUEUE_MAX) { /* this far behind: reset, it resubscribes */
         keel_log(KEEL_LOG_WARN, "rep_link_reset", "peer=%s reason=queue-full bytes=%zu", l->id,
-                 l->q.len);
+                 l->q.len + l->qe.len);
         l->dead = 1;
-        l->q.len = 0;
+        l->q.len = l->qe.len = 0;
         nr->st.msgs_dropped++;
         return -1;
     }
-    int bad = kbuf_reserve(&l->q, need) || put_u32(&l->q, (size_t)argc);
+    kbuf *q = early_msg(argc, argv, len) ? &l->qe : &l->q;
+    int bad = kbuf_reserve(q, need) || put_u32(q, (size_t)argc);
     for (int i = 0; i < argc && !bad; i++)
-        bad = put_u32(&l->q, len[i]) || (len[i] && kbuf_append(&l->q, argv[i], len[i]));
+        bad = put_u32(q, len[i]) || (len[i] && kbuf_append(q, argv[i], len[i]));
     if (bad) { /* out of memory: the partial message must not leave */
         l->dead = 1;
-        l->q.len = 0;
+        l->q.len = l->qe.len = 0;
         nr->st.msgs_dropped++;
         return -1;
     }
@@ -307,6 +334,12 @@ static void try_release(node_rep *nr) {
         k++;
     }
     if (!k) return;
+    uint64_t now = keel_mono_us();
+    for (size_t i = 0; i < k; i++) {
+        uint64_t w = now - nr->seals[i].since_us;
+        nr->st.seal_wait_us += w;
+        if (w > nr->st.seal_wait_max_us) nr->st.seal_wait_max_us = w;
+    }
     uint64_t token = nr->seals[k - 1].token;
     seals_pop(nr, k);
     nr->st.released_turns += k;
@@ -335,6 +368,22 @@ static void check_drop(node_rep *nr, uint64_t now) {
     nr->st.dropped_turns += nr->nseals;
     nr->st.dropped_clients += n;
     seals_pop(nr, nr->nseals);
+}
+
+void node_rep_presync(node_rep *nr) {
+    if (!nr || !nr->any_rf) return;
+    /* A failed write is sticky: the caller's store_sync returns it and the
+     * node stops before any reply or acknowledgement leaves. */
+    if (store_write_turn(nr->s->st)) return;
+    int rc = rep_turn_end(nr->eng);
+    if (rc) fatal(nr, "turn_end", rc);
+    for (size_t i = 0; i < nr->nlinks; i++) {
+        rlink *l = nr->links[i];
+        if (!l->qe.len || !l->ready || l->dead) continue;
+        queue_flush(nr, l, &l->qe);
+        nr->st.early_flushes++;
+        peerlink_push(l->pl); /* onto the socket before this thread blocks in fsync */
+    }
 }
 
 uint64_t node_rep_seal(node_rep *nr) {
@@ -723,6 +772,7 @@ void node_rep_free(node_rep *nr) {
     for (size_t i = 0; i < nr->nlinks; i++) {
         peerlink_close(nr->links[i]->pl);
         kbuf_close(&nr->links[i]->q);
+        kbuf_close(&nr->links[i]->qe);
         free(nr->links[i]);
     }
     free(nr->links);
@@ -789,7 +839,10 @@ void node_rep_info_keel(node_rep *nr, kbuf *b) {
                 "rep_dropped_clients:%llu\r\nrep_sealed_bytes:%zu\r\nrep_sealed_clients:%zu\r\n"
                 "rep_tryagain:%llu\r\nrep_noreplicas:%llu\r\nrep_follower_reads:%llu\r\n"
                 "rep_msgs_out:%llu\r\nrep_msgs_in:%llu\r\nrep_msgs_dropped:%llu\r\n"
-                "rep_links_down:%llu\r\nrep_leases:%llu\r\nrep_leases_denied:%llu\r\n",
+                "rep_links_down:%llu\r\nrep_leases:%llu\r\nrep_leases_denied:%llu\r\n"
+                "rep_records_synced:%llu\r\nrep_records_lazy:%llu\r\n"
+                "rep_seal_wait_us:%llu\r\nrep_seal_wait_max_us:%llu\r\n"
+                "rep_early_flushes:%llu\r\n",
                 nr->inc, nr->fresh, (unsigned long long)nr->lease_ms,
                 (unsigned long long)st.eng.batches_sent, (unsigned long long)st.eng.batches_applied,
                 (unsigned long long)st.eng.copies_sent, (unsigned long long)st.eng.copies_received,
@@ -800,7 +853,10 @@ void node_rep_info_keel(node_rep *nr, kbuf *b) {
                 (unsigned long long)st.noreplicas, (unsigned long long)st.follower_reads,
                 (unsigned long long)st.msgs_out, (unsigned long long)st.msgs_in,
                 (unsigned long long)st.msgs_dropped, (unsigned long long)st.links_down,
-                (unsigned long long)st.leases, (unsigned long long)st.lease_denied);
+                (unsigned long long)st.leases, (unsigned long long)st.lease_denied,
+                (unsigned long long)st.eng.records_synced, (unsigned long long)st.eng.records_lazy,
+                (unsigned long long)st.seal_wait_us, (unsigned long long)st.seal_wait_max_us,
+                (unsigned long long)st.early_flushes);
     kbuf_printf(b, "rep_copies_active:%u\r\nrep_copies_deferred:%llu\r\n", st.eng.copies_active,
                 (unsigned long long)st.eng.copies_deferred);
 }

@@ -61,6 +61,10 @@ typedef struct node_rep_stats {
     uint64_t tryagain, noreplicas, follower_reads;
     uint64_t msgs_out, msgs_in, msgs_dropped, links_down;
     uint64_t leases, lease_denied;
+    /* Sealed turns released: the sum and the largest of seal -> release
+     * (us), the wait for the ISR's acknowledgements. */
+    uint64_t seal_wait_us, seal_wait_max_us;
+    uint64_t early_flushes; /* links a leader's batches left on before the turn's fsync */
     size_t sealed_bytes, sealed_clients, pending_turns;
     unsigned leader, follower, lagging; /* RF > 1 partitions by this node's role */
     uint64_t max_lag; /* the largest end - committed over partitions led */
@@ -95,6 +99,12 @@ int node_rep_leads_any(const node_rep *nr);
 /* 1 if partition p has more than one replica in the installed map. */
 int node_rep_is_replicated(const node_rep *nr, unsigned p);
 
+/* Before the turn's store_sync (server.c before_flush): writes the turn
+ * out (store_write_turn), runs rep_turn_end, and lets the leader's batches
+ * leave now, so followers apply and fsync while this node fsyncs. Nothing
+ * that can commit or release runs until the store_sync returns (same
+ * thread); a reply still waits for both. No-op without RF > 1 (C1). */
+void node_rep_presync(node_rep *nr);
 /* rserver ops.seal_turn: runs rep_turn_end (the turn's store_sync is done),
  * flushes the queued messages and returns the turn's seal token, or 0. */
 uint64_t node_rep_seal(node_rep *nr);

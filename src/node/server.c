@@ -82,6 +82,7 @@ static int before_flush(void *arg) {
     server *s = arg;
     if (s->epoch_log) fflush(s->epoch_log); /* before the replies it records leave */
     uint64_t fsync_us = 0;
+    node_rep_presync(s->rep); /* RF > 1: the leader's batches leave before the fsync */
     int rc = store_sync(s->st, &fsync_us);
     if (rc) {
         /* The WAL state after a failed sync is unknown (fsyncgate): do not

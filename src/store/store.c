@@ -670,6 +670,11 @@ int store__turn_write(store *s) {
     return turn_write(s);
 }
 
+int store_write_turn(store *s) {
+    if (s->txn.open) return KEEL_EINVAL;
+    return turn_write(s);
+}
+
 int store__rerr_log(const char *event, char *rerr) {
     return rerr_log(event, rerr);
 }
@@ -1499,6 +1504,24 @@ int store_meta_put(store *s, const char *name, const void *val, size_t len) {
     if (rerr) return rerr_log("store_meta_put", rerr);
     /* manual_wal_flush: the write is durable only once flushed and synced. */
     return flush_wal(s, 1, NULL);
+}
+
+int store_meta_put_lazy(store *s, const char *name, const void *val, size_t len) {
+    if (!name || (len && !val) || s->txn.open) return KEEL_EINVAL;
+    int wrc = turn_write(s); /* the WAL keeps the order: the turn so far, then this */
+    if (wrc) return wrc;
+    size_t kl;
+    char *k = meta_key(name, &kl);
+    if (!k) return KEEL_ENOMEM;
+    char *rerr = NULL;
+    if (FAILPOINT("store.meta_put") == FP_ERROR)
+        rerr = strdup("failpoint store.meta_put");
+    else
+        rocksdb_put_cf(s->db, s->wopts, s->cf_meta, k, kl, val ? val : "", len, &rerr);
+    free(k);
+    if (rerr) return set_failed(s, rerr_log("store_meta_put", rerr));
+    s->lazy = 1; /* in the WAL buffer: durable with the next flush + fsync */
+    return 0;
 }
 
 int store_meta_get(store *s, const char *name, char **val, size_t *len) {

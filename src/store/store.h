@@ -184,6 +184,12 @@ void store_txn_abort(store_txn *t);
  * Statistics and digests apply only once RocksDB accepted the batch;
  * until then the readers add the turn's pending deltas. */
 KEEL_MUST_CHECK int store_sync(store *s, uint64_t *fsync_us);
+/* The first half of store_sync: the turn's committed txns written to
+ * RocksDB (memtable and WAL buffer, not flushed: not durable yet) and the
+ * change captures told, so the caller can act on the turn's records (send
+ * them to replicas) before the store_sync that makes them durable.
+ * Returns 0, KEEL_EINVAL (a txn open) or the sticky failure. */
+KEEL_MUST_CHECK int store_write_turn(store *s);
 /* The sticky failure (see store_sync): 0, or the KEEL_E* of the first
  * failed write or WAL flush. */
 int store_failed(const store *s);
@@ -472,6 +478,15 @@ unsigned store_gc_pending(const store *s);
  * before returning. get returns 0 and a malloc'd copy in *val (caller frees),
  * or KEEL_ENOTFOUND. */
 KEEL_MUST_CHECK int store_meta_put(store *s, const char *name, const void *val, size_t len);
+/* store_meta_put without the flush and fsync: the record goes to the WAL
+ * after every write committed before it and before every later one, and is
+ * durable with the next store_sync that flushes and fsyncs other writes (or
+ * store_sync_wal). A crash keeps a prefix of the WAL: if a later write
+ * survives, so does this record. For the replication position records
+ * (node/rep.c), which must precede the next data, not be synced on their own.
+ * A failed write fails the store (sticky, as store_sync). Returns 0,
+ * KEEL_EINVAL (a txn open), KEEL_ENOMEM or KEEL_EIO. */
+KEEL_MUST_CHECK int store_meta_put_lazy(store *s, const char *name, const void *val, size_t len);
 KEEL_MUST_CHECK int store_meta_get(store *s, const char *name, char **val, size_t *len);
 
 #endif
