@@ -26,11 +26,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The epoch of the last record held: a cache entry starting after end (an
+ * epoch this node led without writing, leader_start) holds none, and a
+ * leader that never saw that epoch would answer DIVERGED 0 and copy the
+ * whole partition (test_replication_nodeloss: a failover then a transfer
+ * took the ISR to 1). */
+static uint64_t last_held_epoch(const rep_part *pp) {
+    for (int i = pp->nec; i-- > 0;)
+        if (pp->ec[i].start <= pp->end) return pp->ec[i].epoch;
+    return rep_ec_last(pp);
+}
+
 static void sub(rep *r, rep_part *pp) {
     char a[24], ep[24], fe[24], lo[24], hi[24];
     uint64_t h = pp->phi > pp->end ? pp->phi : pp->end;
     const char *argv[] = {"KEEL.REP.SUB",           rep_u64(a, pp->p),
-                          rep_u64(ep, pp->epoch),   rep_u64(fe, rep_ec_last(pp)),
+                          rep_u64(ep, pp->epoch),   rep_u64(fe, last_held_epoch(pp)),
                           rep_u64(lo, pp->end),     rep_u64(hi, h),
                           pp->want_copy ? "1" : "0"};
     size_t len[7];
