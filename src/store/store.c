@@ -354,8 +354,8 @@ static void set_options(store *s, const store_opts *o) {
      * after a long run of unsynced writes (--fsync no, or a partition copied
      * in with lazy commits) finds little left to do. */
     rocksdb_options_set_wal_bytes_per_sync(s->opts, 1u << 20);
-    rocksdb_options_set_write_buffer_size(
-        s->opts, o->write_buffer_bytes ? o->write_buffer_bytes : WRITE_BUFFER_BYTES);
+    rocksdb_options_set_write_buffer_size(s->opts, o->write_buffer_bytes ? o->write_buffer_bytes
+                                                                         : WRITE_BUFFER_BYTES);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(s->opts, 1);
     rocksdb_options_set_bytes_per_sync(s->opts, 1 << 20);
     /* Most SETs write new keys: a memtable bloom makes the stats lookup of
@@ -1488,9 +1488,13 @@ static char *meta_key(const char *name, size_t *len) {
     return k;
 }
 
-int store_meta_put(store *s, const char *name, const void *val, size_t len) {
+/* The turn so far, then name = val, into the WAL buffer (the WAL keeps
+ * that order). Returns 0, or a KEEL_E* (logged; *rocks = 1 when RocksDB
+ * refused the put). */
+static int meta_write(store *s, const char *name, const void *val, size_t len, int *rocks) {
+    *rocks = 0;
     if (!name || (len && !val) || s->txn.open) return KEEL_EINVAL;
-    int wrc = turn_write(s); /* the sync below covers the turn too */
+    int wrc = turn_write(s);
     if (wrc) return wrc;
     size_t kl;
     char *k = meta_key(name, &kl);
@@ -1501,25 +1505,22 @@ int store_meta_put(store *s, const char *name, const void *val, size_t len) {
     else
         rocksdb_put_cf(s->db, s->wopts, s->cf_meta, k, kl, val ? val : "", len, &rerr);
     free(k);
-    if (rerr) return rerr_log("store_meta_put", rerr);
-    /* manual_wal_flush: the write is durable only once flushed and synced. */
+    if (!rerr) return 0;
+    *rocks = 1;
+    return rerr_log("store_meta_put", rerr);
+}
+
+int store_meta_put(store *s, const char *name, const void *val, size_t len) {
+    int rocks, rc = meta_write(s, name, val, len, &rocks);
+    if (rc) return rc;
+    /* manual_wal_flush: the write is durable only once flushed and synced
+     * (the sync covers the turn too). */
     return flush_wal(s, 1, NULL);
 }
 
 int store_meta_put_lazy(store *s, const char *name, const void *val, size_t len) {
-    if (!name || (len && !val) || s->txn.open) return KEEL_EINVAL;
-    int wrc = turn_write(s); /* the WAL keeps the order: the turn so far, then this */
-    if (wrc) return wrc;
-    size_t kl;
-    char *k = meta_key(name, &kl);
-    if (!k) return KEEL_ENOMEM;
-    char *rerr = NULL;
-    if (FAILPOINT("store.meta_put") == FP_ERROR)
-        rerr = strdup("failpoint store.meta_put");
-    else
-        rocksdb_put_cf(s->db, s->wopts, s->cf_meta, k, kl, val ? val : "", len, &rerr);
-    free(k);
-    if (rerr) return set_failed(s, rerr_log("store_meta_put", rerr));
+    int rocks, rc = meta_write(s, name, val, len, &rocks);
+    if (rc) return rocks ? set_failed(s, rc) : rc;
     s->lazy = 1; /* in the WAL buffer: durable with the next flush + fsync */
     return 0;
 }
