@@ -225,27 +225,6 @@ static int lrange_one(void *arg, const char *rk, size_t rkl, const store_value *
     return 0;
 }
 
-/* Calls cb for elements start .. start+max-1 of o: one seek to element
- * start's record (its field is head + start), not a walk past the first
- * start records, so LRANGE -100 -1 of a long list costs 100 steps. cb gets
- * the record key without the slot prefix. Returns the count or KEEL_E*. */
-static long el_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, uint64_t start, size_t max,
-                    store_rec_cb cb, void *arg) {
-    char *lo = malloc(kl + 19), *hi = malloc(kl + 11);
-    long n = KEEL_ENOMEM;
-    if (lo && hi) {
-        size_t pl = store_sub_prefix(lo, k, kl, o->version);
-        store_sub_prefix(hi, k, kl, o->version + 1);
-        idx_field(lo + pl, o->head + start);
-        n = pl ? store_scan_range(x->srv->st, x->slot, lo, pl + 8, hi, pl, 0, max, x->now_ms, cb,
-                                  arg)
-               : KEEL_EINVAL;
-    }
-    free(lo);
-    free(hi);
-    return n;
-}
-
 void cmd_lrange(cmd_ctx *x) {
     long long start, stop;
     if (arg_ll(x->argv[2], x->argvlen[2], &start) || arg_ll(x->argv[3], x->argvlen[3], &stop)) {
@@ -265,7 +244,12 @@ void cmd_lrange(cmd_ctx *x) {
      * (a storage error) takes the partial reply back. */
     size_t want = (size_t)(stop - start + 1), mark = x->out->len;
     resp_w_array(x->out, want);
-    long n = el_scan(x, K(x), &o, (uint64_t)start, want, lrange_one, x->out);
+    /* One seek to element start's record (its field is head + start), not
+     * a walk past the first start records: LRANGE -100 -1 of a long list
+     * costs 100 steps. */
+    char from[8];
+    idx_field(from, o.head + (uint64_t)start);
+    long n = sub_scan_from(x, K(x), &o, from, sizeof from, 0, want, lrange_one, x->out);
     if (n != (long)want) {
         x->out->len = mark;
         reply_storage(x, n < 0 ? (int)n : KEEL_ECORRUPT);

@@ -231,21 +231,27 @@ static int sub_scan_one(void *arg, const char *rk, size_t rkl, const store_value
     return c->cb(c->arg, rk + c->plen, rkl - c->plen, v);
 }
 
-long sub_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, size_t skip, size_t max,
-              sub_cb cb, void *arg) {
-    char *lo = malloc(kl + 11), *hi = malloc(kl + 11);
+long sub_scan_from(cmd_ctx *x, const char *k, size_t kl, const obj *o, const char *from,
+                   size_t fromlen, size_t skip, size_t max, sub_cb cb, void *arg) {
+    char *lo = malloc(kl + 11 + fromlen), *hi = malloc(kl + 11);
     long n = KEEL_ENOMEM;
     if (lo && hi) {
         size_t pl = store_sub_prefix(lo, k, kl, o->version);
         store_sub_prefix(hi, k, kl, o->version + 1);
+        if (fromlen) memcpy(lo + pl, from, fromlen);
         sub_scan_ctx c = {.plen = pl, .cb = cb, .arg = arg};
-        n = pl ? store_scan_range(x->srv->st, x->slot, lo, pl, hi, pl, skip, max, x->now_ms,
-                                  sub_scan_one, &c)
+        n = pl ? store_scan_range(x->srv->st, x->slot, lo, pl + fromlen, hi, pl, skip, max,
+                                  x->now_ms, sub_scan_one, &c)
                : 0;
     }
     free(lo);
     free(hi);
     return n;
+}
+
+long sub_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, size_t skip, size_t max,
+              sub_cb cb, void *arg) {
+    return sub_scan_from(x, k, kl, o, NULL, 0, skip, max, cb, arg);
 }
 
 /* redis' stringmatchlen (util.c), without the recursion-depth guard's
@@ -441,7 +447,8 @@ int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *
                   size_t dkl, int64_t expire_ms) {
     int rc = db_del(x, t, dk, dkl, NULL);
     if (rc) return rc;
-    if (sv->type == STORE_T_STREAM) { /* a stream: its metadata under a new version, then every record */
+    if (sv->type ==
+        STORE_T_STREAM) { /* a stream: its metadata under a new version, then every record */
         if (sv->len < STORE_META_LEN) return KEEL_ECORRUPT;
         char *m = malloc(sv->len);
         if (!m) return KEEL_ENOMEM;
@@ -470,8 +477,7 @@ int db_copy_value(cmd_ctx *x, store_txn *t, const store_value *sv, const flist *
                 o.head = o.head << 8 | f[i];
         }
     }
-    for (size_t i = 0; i < l->n && !rc; i++)
-    {
+    for (size_t i = 0; i < l->n && !rc; i++) {
         rc = sub_put(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i), l->e[i].vl);
         if (!rc && sv->type == STORE_T_ZSET) /* and its score-index record */
             rc = zs_index_copy(x, t, dk, dkl, &o, flist_f(l, i), l->e[i].fl, flist_v(l, i),

@@ -56,6 +56,10 @@ int sub_del(cmd_ctx *x, store_txn *t, const char *k, size_t kl, const obj *o, co
 typedef int (*sub_cb)(void *arg, const char *f, size_t fl, const store_value *v);
 long sub_scan(cmd_ctx *x, const char *k, size_t kl, const obj *o, size_t skip, size_t max,
               sub_cb cb, void *arg);
+/* The same from the first field >= from (one seek, not a walk past the
+ * fields before it). */
+long sub_scan_from(cmd_ctx *x, const char *k, size_t kl, const obj *o, const char *from,
+                   size_t fromlen, size_t skip, size_t max, sub_cb cb, void *arg);
 
 /* HDEL, SREM, ZREM: removes the fields or members argv[2..] of the key
  * argv[1] of type `type` and replies how many there were (0 for no key,

@@ -102,7 +102,6 @@ struct node_rep {
     uint64_t *resigned_le;
     resign resigns[RESIGNS_MAX];
     unsigned resigns_waiting; /* active and not done: checked at every turn end */
-    int tick_on;              /* the tick timer is running (node_rep_map_changed kicks it) */
     node_rep_stats st;
 };
 
@@ -521,7 +520,7 @@ int node_rep_map_changed(node_rep *nr) {
     try_release(nr);
     /* Tick now: a new follower's subscription (or a new leader's first
      * messages) leaves at once, not up to REP_TICK_MS later. */
-    if (nr->tick_on) uv_timer_start(&nr->tick, on_tick, 0, REP_TICK_MS);
+    if (uv_is_active((uv_handle_t *)&nr->tick)) uv_timer_start(&nr->tick, on_tick, 0, REP_TICK_MS);
     return 0;
 }
 
@@ -749,7 +748,6 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
     uv_timer_init(s->loop, &nr->tick);
     nr->tick.data = nr;
     uv_timer_start(&nr->tick, on_tick, REP_TICK_MS, REP_TICK_MS);
-    nr->tick_on = 1;
     return nr;
 fail:
     rep_free(nr->eng);
@@ -786,7 +784,6 @@ void node_rep_free(node_rep *nr) {
     free(nr->resigned_le);
     peerauth_secret_wipe(&nr->secret);
     uv_timer_stop(&nr->tick);
-    nr->tick_on = 0;
     uv_close((uv_handle_t *)&nr->tick, tick_closed);
 }
 

@@ -49,7 +49,7 @@ typedef struct node_rep node_rep;
 
 /* What node_rep_route says about a keyed command. */
 enum {
-    NODE_REP_SERVE = 0,  /* go on (an RF 1 partition, or the checks passed) */
+    NODE_REP_SERVE = 0,   /* go on (an RF 1 partition, or the checks passed) */
     NODE_REP_REPLIED = 1, /* an error was appended to out (-TRYAGAIN, -NOREPLICAS) */
     NODE_REP_PTABLE = 2   /* not served here: route as ptable says (-MOVED) */
 };
@@ -67,14 +67,14 @@ typedef struct node_rep_stats {
     uint64_t early_flushes; /* links a leader's batches left on before the turn's fsync */
     size_t sealed_bytes, sealed_clients, pending_turns;
     unsigned leader, follower, lagging; /* RF > 1 partitions by this node's role */
-    uint64_t max_lag; /* the largest end - committed over partitions led */
+    uint64_t max_lag;                   /* the largest end - committed over partitions led */
 } node_rep_stats;
 
 /* Creates the engine over s's store (s->pt must exist), restores every
  * partition's record (rep_restore) and configures from the installed map.
  * incarnation: this process's (hex). Returns NULL with a reason in err. */
-node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *incarnation,
-                       char *err, size_t cap);
+node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *incarnation, char *err,
+                       size_t cap);
 /* Stops the timer and every link; frees once the loop has closed them. */
 void node_rep_free(node_rep *nr);
 

@@ -209,7 +209,7 @@ void server_stop(server *s, const char *why) {
     rserver_stats st;
     rserver_get_stats(s->rs, &st);
     keel_log(KEEL_LOG_INFO, "shutdown", "%s clients=%zu", why, st.clients);
-    save_stop(s); /* SAVE/SHUTDOWN's handles (cmd_save.c) */
+    save_stop(s);                        /* SAVE/SHUTDOWN's handles (cmd_save.c) */
     if (s->rs) rserver_flush_now(s->rs); /* the last turn's replies, after their sync */
     rserver_stop(s->rs);
     blocking_free(s);

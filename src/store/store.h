@@ -73,7 +73,7 @@ enum {
     STORE_T_ZSET = 3,
     STORE_T_LIST = 4,
     STORE_T_STREAM = 5, /* node/stream.h */
-    STORE_T_SUB = 0x80 /* flag: a field/member record, not a key */
+    STORE_T_SUB = 0x80  /* flag: a field/member record, not a key */
 };
 
 /* A value read from the store. data/len stay valid until store_value_release,
@@ -213,9 +213,9 @@ KEEL_MUST_CHECK int store_sync_wal(store *s, uint64_t *fsync_us);
  * One sync may be in flight per store; store_free must not run while one
  * is. */
 typedef struct store_wal_sync {
-    uint64_t gen;  /* the store's flush generation at begin */
-    char *rerr;    /* RocksDB's error from run, owned until end */
-    uint64_t us;   /* the fsync's duration */
+    uint64_t gen; /* the store's flush generation at begin */
+    char *rerr;   /* RocksDB's error from run, owned until end */
+    uint64_t us;  /* the fsync's duration */
 } store_wal_sync;
 KEEL_MUST_CHECK int store_wal_sync_begin(store *s, store_wal_sync *ws);
 void store_wal_sync_run(store *s, store_wal_sync *ws);
@@ -459,9 +459,9 @@ long store_scan_range(store *s, unsigned slot, const char *from, size_t fromlen,
  * [from, to), the last first, skipping the first skip (from the top), up
  * to max. to is required here (NULL is KEEL_EINVAL); it may lie past the
  * slot's last record. Same rules and returns as store_scan_range. */
-long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t fromlen,
-                          const char *to, size_t tolen, size_t skip, size_t max, int64_t now_ms,
-                          store_rec_cb cb, void *arg);
+long store_scan_range_rev(store *s, unsigned slot, const char *from, size_t fromlen, const char *to,
+                          size_t tolen, size_t skip, size_t max, int64_t now_ms, store_rec_cb cb,
+                          void *arg);
 /* Background cleanup: examines up to max field records of slots that may
  * hold orphans (marked when a compound key's metadata is deleted, replaced
  * by another version or expired, when field records arrive by

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "etcd_fixture.h"
 
 #include "coord/etcd_client.h"
@@ -22,7 +24,6 @@
 
 #include <uv.h>
 
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@
 #define NOW 1700000000000LL
 
 typedef struct fx {
-    char dir[64];
+    char dir[TMPDIR_MAX];
     char path[128];
     char prefix[64];
     mapstore *ms;
@@ -46,16 +47,10 @@ static mapstore_etcd_config etcd_cfg(const fx *f) {
     return c;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
-
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
     if (!f) return -1;
-    strcpy(f->dir, "/tmp/keel-test-msrepl-XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
+    if (tmpdir_make(f->dir, "test-msrepl")) return -1;
     snprintf(f->path, sizeof f->path, "%s/map.db", f->dir);
     static unsigned seq;
     snprintf(f->prefix, sizeof f->prefix, "/test-msrepl/%d-%u/", (int)getpid(), ++seq);
@@ -66,7 +61,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fx *f = *state;
     mapstore_free(f->ms);
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(f->dir);
     free(f);
     return 0;
 }
@@ -716,10 +711,10 @@ static int group_etcd_end(void **state) {
 
 int main(void) {
     const struct CMUnitTest sqlite_only[] = {
-        T(test_v2_file_migrates_to_rf1), T(test_v1_file_migrates_to_rf1),
-        T(test_v1_fixture_reads_rf1),    T(test_place_is_rf1),
-        T(test_isr_compare_and_set),     T(test_move_commit_keeps_followers),
-        T(test_place_with_followers),    T(test_set_leader),
+        T(test_v2_file_migrates_to_rf1),  T(test_v1_file_migrates_to_rf1),
+        T(test_v1_fixture_reads_rf1),     T(test_place_is_rf1),
+        T(test_isr_compare_and_set),      T(test_move_commit_keeps_followers),
+        T(test_place_with_followers),     T(test_set_leader),
         T(test_async_replication_writes),
     };
     const struct CMUnitTest both[] = {

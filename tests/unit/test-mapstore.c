@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "etcd_fixture.h"
 
 #include "coord/mapstore.h"
@@ -23,7 +25,6 @@
 #include "core/err.h"
 #include "core/failpoint.h"
 
-#include <ftw.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@
 #define NOW 1700000000000LL
 
 typedef struct fx {
-    char dir[64];
+    char dir[TMPDIR_MAX];
     char path[128];
     char prefix[64]; /* the etcd backend's key prefix */
     mapstore *ms;
@@ -57,16 +58,10 @@ static int open_store(fx *f, const mapstore_expect *ex, mapstore **ms, char *err
     return mapstore_etcd_open(&c, ex, ms, err, cap);
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
-
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
     if (!f) return -1;
-    strcpy(f->dir, "/tmp/keel-test-mapstore-XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
+    if (tmpdir_make(f->dir, "test-mapstore")) return -1;
     snprintf(f->path, sizeof f->path, "%s/map.db", f->dir);
     static unsigned seq;
     snprintf(f->prefix, sizeof f->prefix, "/test-mapstore/%d-%u/", (int)getpid(), ++seq);
@@ -77,7 +72,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fx *f = *state;
     mapstore_free(f->ms);
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(f->dir);
     free(f);
     return 0;
 }

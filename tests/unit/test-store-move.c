@@ -9,12 +9,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "core/err.h"
 #include "store/store.h"
 
 #include <rocksdb/c.h>
 
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,14 +27,9 @@
 #define NOW 1700000000000LL
 
 typedef struct fx {
-    char dira[64], dirb[64];
+    char dira[TMPDIR_MAX], dirb[TMPDIR_MAX];
     store *a, *b;
 } fx;
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
 
 static store *open_dir(const char *dir) {
     store_opts o;
@@ -51,9 +47,7 @@ static store *open_dir(const char *dir) {
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
     if (!f) return -1;
-    strcpy(f->dira, "/tmp/keel-test-move-a-XXXXXX");
-    strcpy(f->dirb, "/tmp/keel-test-move-b-XXXXXX");
-    if (!mkdtemp(f->dira) || !mkdtemp(f->dirb)) return -1;
+    if (tmpdir_make(f->dira, "test-move-a") || tmpdir_make(f->dirb, "test-move-b")) return -1;
     f->a = open_dir(f->dira);
     f->b = open_dir(f->dirb);
     *state = f;
@@ -64,8 +58,8 @@ static int teardown(void **state) {
     fx *f = *state;
     store_free(f->a);
     store_free(f->b);
-    nftw(f->dira, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    nftw(f->dirb, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(f->dira);
+    tmpdir_remove(f->dirb);
     free(f);
     return 0;
 }

@@ -9,10 +9,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "core/err.h"
 #include "store/store.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,20 +24,14 @@
 #define N 300
 
 typedef struct fx {
-    char dir[64];
+    char dir[TMPDIR_MAX];
     store *s;
 } fx;
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
 
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
     if (!f) return -1;
-    strcpy(f->dir, "/tmp/keel-test-store-scan-XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
+    if (tmpdir_make(f->dir, "test-store-scan")) return -1;
     store_opts o;
     store_opts_default(&o);
     o.fsync = STORE_FSYNC_NO;
@@ -50,7 +45,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fx *f = *state;
     store_free(f->s);
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(f->dir);
     free(f);
     return 0;
 }

@@ -9,10 +9,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "core/err.h"
 #include "store/store.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,9 @@
 #define SLOT 77u
 
 typedef struct fx {
-    char dir[64];
+    char dir[TMPDIR_MAX];
     store *s;
 } fx;
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
 
 static store *open_dir(const char *dir) {
     store_opts o;
@@ -47,8 +43,7 @@ static store *open_dir(const char *dir) {
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
     if (!f) return -1;
-    strcpy(f->dir, "/tmp/keel-test-store-turn-XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
+    if (tmpdir_make(f->dir, "test-store-turn")) return -1;
     f->s = open_dir(f->dir);
     *state = f;
     return 0;
@@ -57,7 +52,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fx *f = *state;
     store_free(f->s);
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(f->dir);
     free(f);
     return 0;
 }

@@ -7,11 +7,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "core/err.h"
 #include "core/failpoint.h"
 #include "store/store.h"
 
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,14 +24,9 @@
 #define NOW 1700000000000LL
 
 typedef struct fx {
-    char dir[64];
+    char dir[TMPDIR_MAX];
     store *s;
 } fx;
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
 
 static store *open_dir(const char *dir, store_fsync mode) {
     store_opts o;
@@ -48,8 +44,7 @@ static store *open_dir(const char *dir, store_fsync mode) {
 
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/keel-test-store-XXXXXX");
-    if (!f || !mkdtemp(f->dir)) return -1;
+    if (!f || tmpdir_make(f->dir, "test-store")) return -1;
     f->s = open_dir(f->dir, STORE_FSYNC_NO);
     *state = f;
     return 0;
@@ -58,7 +53,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fx *f = *state;
     store_free(f->s);
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(f->dir);
     free(f);
     return 0;
 }
