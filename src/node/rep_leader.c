@@ -312,12 +312,22 @@ static void start_copy(rep *r, rep_part *pp, rep_peer *pe) {
     (void)copy_some(r, pp, pe);
 }
 
+static int copy_held(const rep_part *pp, const rep_peer *pe) {
+    return in_isr(pp, pe->id) || (pp->adding[0] && !strcmp(pp->adding, pe->id));
+}
+
 /* A full copy drops the follower's data first: an ISR member must leave the
  * ISR before (it may hold acknowledged writes no other member will hold
- * until it is back). Until then it is not streamed to, and asks again. */
+ * until it is back). Until then it is not streamed to; the copy stays
+ * wanted and leader_tick starts it once the map has it out. The follower
+ * may not ask again: a stale SUB (copy=1) that arrives after its copy
+ * finished finds it STREAMING, and it would wait for batches for good
+ * (a rolling restart at 256 partitions left 8-31 partitions with an ISR of
+ * 2 that way). */
 static void want_copy(rep *r, rep_part *pp, rep_peer *pe) {
-    if (in_isr(pp, pe->id) || (pp->adding[0] && !strcmp(pp->adding, pe->id))) {
+    if (copy_held(pp, pe)) {
         pe->streaming = 0;
+        pe->copy_wanted = 1;
         if (rep_now(r) - pp->proposed_us >= 200000ull) propose(r, pp, "shrink", pe->id);
         return;
     }
@@ -477,7 +487,8 @@ int leader_tick(rep *r, rep_part *pp) {
     uint64_t now = rep_now(r);
     for (int i = 0; i < pp->npeers; i++) {
         rep_peer *pe = &pp->peers[i];
-        if (pe->copy_wanted && copy_may_start(r, pe, now)) start_copy(r, pp, pe);
+        if (pe->copy_wanted && !copy_held(pp, pe) && copy_may_start(r, pe, now))
+            start_copy(r, pp, pe);
         if (pe->snap) (void)copy_some(r, pp, pe);
         send_more(r, pp, pe);
         if (pe->streaming && !pe->snap && pe->acked >= pp->end) pe->caught_us = now;
@@ -486,14 +497,18 @@ int leader_tick(rep *r, rep_part *pp) {
     for (int i = 0; i < pp->npeers && may_propose; i++) {
         rep_peer *pe = &pp->peers[i];
         if (in_isr(pp, pe->id)) {
-            if (now - pe->caught_us > REP_LAG_MAX_MS * 1000ull) propose(r, pp, "shrink", pe->id);
+            if (pe->copy_wanted || now - pe->caught_us > REP_LAG_MAX_MS * 1000ull)
+                propose(r, pp, "shrink", pe->id);
         } else if (pp->adding[0] == 0 && pe->streaming && !pe->snap && pe->acked >= pp->end) {
             /* Caught up in this epoch (it subscribed in it): counted from now. */
             snprintf(pp->adding, sizeof pp->adding, "%s", pe->id);
             pp->adding_at = pp->part_epoch;
             propose(r, pp, "expand", pe->id);
         } else if (pp->adding[0] && !strcmp(pp->adding, pe->id)) {
-            propose(r, pp, "expand", pe->id); /* again: the report may have been lost */
+            /* Again: the report may have been lost. Even when it wants a copy
+             * now: only a committed change clears adding (leader_update), and
+             * a shrink follows at once (above). */
+            propose(r, pp, "expand", pe->id);
         }
         may_propose = now - pp->proposed_us >= 200000ull;
     }

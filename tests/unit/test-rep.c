@@ -13,6 +13,10 @@
  *                   a copy and asks again only at its retry, not at once; a
  *                   copy started again before the last one arrived waits
  *                   (REP_COPY_BACKOFF_MS); once the maps agree it is copied
+ *   stale_sub       a SUB that arrives after the copy it asked for finished
+ *                   (the follower is STREAMING and will not ask again) leaves
+ *                   the copy wanted: once the map has the follower out, the
+ *                   leader copies it on its own and later writes reach it
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -372,6 +376,73 @@ static void test_copy_storm(void **state) {
     assert_int_equal(s0.copies_active, 0);
 }
 
+static void test_stale_sub(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = part_of(k);
+    /* Epoch 1: n0 leads with ISR {n0, n2}; n1 misses the write. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 5u);
+    pump(1);
+    put(0, k, "v1");
+    turn_end(0);
+    pump(1);
+    /* Epoch 2: n1 (out of the ISR in every map) is copied. Its SUB is kept
+     * to be delivered again after the copy, as a retry that crossed it. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 2, 2, 0, 5u);
+    msg stale = {0};
+    for (int j = 0; j < nq; j++)
+        if (q[j].from == 1 && q[j].to == 0 && !strcmp(q[j].argv[0], "KEEL.REP.SUB")) {
+            stale.argc = q[j].argc;
+            for (int a = 0; a < q[j].argc; a++) {
+                stale.argv[a] = strdup(q[j].argv[a]);
+                stale.len[a] = q[j].len[a];
+            }
+        }
+    assert_int_equal(stale.argc, 7);
+    pump(-1); /* SNAP, applied, ACK */
+    assert_true(has(1, k, "v1"));
+    nodes[0].now += 300000;
+    assert_int_equal(rep_tick(nodes[0].rp), 0); /* proposes expand n1 */
+    turn_end(0);
+    pump(-1);
+    assert_int_equal(
+        rep_message(nodes[0].rp, "n1", stale.argc, (const char **)stale.argv, stale.len), 0);
+    turn_end(0);
+    for (int a = 0; a < stale.argc; a++)
+        free(stale.argv[a]);
+    pump(-1);
+    /* The coordinator commits the expansion, then the leader's shrink. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 2, 3, 0, 7u);
+    for (int round = 0; round < 8; round++) {
+        nodes[0].now += 300000;
+        assert_int_equal(rep_tick(nodes[0].rp), 0);
+        turn_end(0);
+        pump(-1);
+    }
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 2, 4, 0, 5u);
+    rep_lease(nodes[0].rp, p, 2, nodes[0].now);
+    assert_int_equal(rep_write_check(nodes[0].rp, p), REP_OK);
+    put(0, k, "v2");
+    turn_end(0);
+    pump(-1);
+    for (int round = 0; round < 8 && !has(1, k, "v2"); round++) {
+        nodes[0].now += REP_COPY_BACKOFF_MS * 1000ull;
+        nodes[1].now += REP_SUB_RETRY_MS * 1000ull;
+        assert_int_equal(rep_tick(nodes[1].rp), 0);
+        turn_end(1);
+        pump(-1);
+        assert_int_equal(rep_tick(nodes[0].rp), 0);
+        turn_end(0);
+        pump(-1);
+    }
+    assert_true(has(1, k, "v2")); /* before the fix: the leader never sent it again */
+    assert_int_equal(rep_end(nodes[1].rp, p), rep_end(nodes[0].rp, p));
+}
+
 int main(void) {
     keel_log_set_level(getenv("TEST_REP_LOG") ? KEEL_LOG_DEBUG : KEEL_LOG_ERROR + 1);
     const struct CMUnitTest tests[] = {
@@ -381,6 +452,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_storm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_sub, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
