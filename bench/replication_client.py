@@ -9,7 +9,9 @@ Contract:
     a unique value, to the slots `slots_fn()` returns (all slots by default),
     paced at `rate` per second (0: as fast as replies come). An attempt is
     acknowledged only by +OK; every other outcome (error reply, timeout,
-    reset) is not, and its key is never checked. Acks are recorded as
+    reset) is not, and its key is never checked; after one it sleeps
+    `retry_sleep` (RETRY_SLEEP_S, 10 ms, unless told) before the next.
+    Acks are recorded as
     (key, value, slot, t_send, t_ack) with time.monotonic() times.
     pause()/resume() quiesce it (no attempt outstanding while paused).
   - verify(smap, acks): GETs every acknowledged key from the node serving its
@@ -193,8 +195,10 @@ class SlotMap:
 
 
 class Writer(threading.Thread):
-    def __init__(self, name, smap, rate=0, slots_fn=None, value_bytes=32):
+    def __init__(self, name, smap, rate=0, slots_fn=None, value_bytes=32,
+                 retry_sleep=RETRY_SLEEP_S):
         super().__init__(daemon=True, name=name)
+        self.retry_sleep = retry_sleep
         self.wname = name.encode()
         self.smap = smap
         self.rate = rate
@@ -266,18 +270,22 @@ class Writer(threading.Thread):
         self.idle_ev.set()
 
     def attempt(self):
-        """One SET of a fresh key; follows -MOVED at once (a new key each
-        time), sleeps RETRY_SLEEP_S after anything else."""
+        """One SET of a fresh key; follows -MOVED at once (a new key in the
+        SAME slot, at the node the redirect named: a cluster client retries
+        the command it sent there), sleeps self.retry_sleep after anything
+        else."""
+        slot = None
         for _ in range(16):
             self.seq += 1
-            slot = self._pick_slot()
+            if slot is None:
+                slot = self._pick_slot()
             key = b"{%s}:%s:%d" % (self.tags[slot], self.wname, self.seq)
             value = b"v:%s:%d:%s" % (self.wname, self.seq, self.pad)
             port = self.smap.port_of(slot)
             if port is None:
                 self._err("no_owner")
                 self.smap.refresh()
-                time.sleep(RETRY_SLEEP_S)
+                time.sleep(self.retry_sleep)
                 return
             self.attempts += 1
             t0 = time.monotonic()
@@ -287,7 +295,7 @@ class Writer(threading.Thread):
                 self._err("conn:" + type(e).__name__)
                 self._drop(port)
                 self.smap.refresh()
-                time.sleep(RETRY_SLEEP_S)
+                time.sleep(self.retry_sleep)
                 return
             t1 = time.monotonic()
             if r == b"OK":
@@ -304,7 +312,7 @@ class Writer(threading.Thread):
             else:
                 self._err("unexpected")
             self.smap.refresh()
-            time.sleep(RETRY_SLEEP_S)
+            time.sleep(self.retry_sleep)
             return
 
 

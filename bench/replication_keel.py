@@ -22,7 +22,9 @@ table; a figure whose piece the keel binary lacks is {"skipped": "reason"}
     node bytes = the bytes of every replica it holds;
   - transfer: --transfers times `keel promote P F` to an in-sync follower
     under an unpaced probe writer on P: the longest gap between two acks of
-    the probe around each promote; p99 (target <= 20 ms).
+    the probe around each promote; p99 (target <= 20 ms). The probe sleeps
+    --transfer-retry-ms (1) after a -TRYAGAIN (follows -MOVED at once), so
+    the figure is the servers' unavailability plus at most that sleep.
 Only settings a scenario needs are changed, and the JSON lists them.
 """
 import json
@@ -314,7 +316,8 @@ def kill_loop(args, c):
 def transfer(args, c):
     smap = rc.SlotMap(c.ports())
     target = cm.Probe()
-    probe = rc.Writer("t", smap, rate=0, slots_fn=target)
+    retry_s = args.transfer_retry_ms / 1000.0
+    probe = rc.Writer("t", smap, rate=0, slots_fn=target, retry_sleep=retry_s)
     probe.start()
     runs = []
     error = None
@@ -340,6 +343,7 @@ def transfer(args, c):
                "p50": base and round(rc.pct(base, 0.5) * 1000, 2),
                "p99": base and round(rc.pct(base, 0.99) * 1000, 2)},
            "probe_errors": probe.errors,
+           "probe_retry_sleep_ms": args.transfer_retry_ms,
            "definition": "the longest gap between two acknowledged probe SETs on the partition, "
                          "from 0.2 s before `keel promote` until 0.3 s after the map shows the "
                          "new leader",

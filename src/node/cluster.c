@@ -36,12 +36,18 @@ static int parse_map(const char *json, size_t len, keel_map *m, char *err, size_
 }
 
 /* The directive high-water mark, persisted with each admitted map before
- * the map is acted on. Returns 0 or the store's KEEL_E* (logged). */
+ * the map is acted on. Written lazily (store_meta_put_lazy): it is in the
+ * WAL before the map record that node_install_map writes and syncs next, so
+ * that sync makes it durable too, one fsync per map instead of two (the
+ * transfer pause, docs/replication.md). A map that is not installed (not
+ * newer, or refused) is not acted on, so its mark may wait for the next
+ * sync: replayed after a crash, it would again be not newer. Returns 0 or
+ * the store's KEEL_E* (logged). */
 KEEL_MUST_CHECK static int save_mark(server *s, uint64_t term, uint64_t seq) {
     char mark[48];
     int n =
         snprintf(mark, sizeof mark, "%llu %llu", (unsigned long long)term, (unsigned long long)seq);
-    int rc = store_meta_put(s->st, "directive_mark", mark, (size_t)n);
+    int rc = store_meta_put_lazy(s->st, "directive_mark", mark, (size_t)n);
     if (rc)
         keel_log(KEEL_LOG_ERROR, "directive_mark_persist_failed", "term=%llu seq=%llu error=\"%s\"",
                  (unsigned long long)term, (unsigned long long)seq, keel_strerror(rc));
