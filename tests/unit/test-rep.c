@@ -324,17 +324,21 @@ static int queued(const char *cmd, int to) {
     return n;
 }
 
-static void test_copy_storm(void **state) {
-    (void)state;
-    const char *k = "alpha";
-    unsigned p = part_of(k);
-    /* Epoch 1: n0 leads with ISR {n0, n2}; n1 misses the write. */
+/* Epoch 1: n0 leads p with ISR {n0, n2}; n1 misses the write of k = v1. */
+static void epoch1_n1_behind(unsigned p, const char *k) {
     for (int i = 0; i < 3; i++)
         configure(i, p, 1, 1, 0, 5u);
     pump(1);
     put(0, k, "v1");
     turn_end(0);
     pump(1);
+}
+
+static void test_copy_storm(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = part_of(k);
+    epoch1_n1_behind(p, k);
     /* Epoch 2: n0 leads again (its log starts empty, so n1 at 0 needs a
      * full copy). n0's map has n1 out of the ISR; n1's stale map has it in. */
     configure(0, p, 2, 2, 0, 5u);
@@ -380,13 +384,7 @@ static void test_stale_sub(void **state) {
     (void)state;
     const char *k = "alpha";
     unsigned p = part_of(k);
-    /* Epoch 1: n0 leads with ISR {n0, n2}; n1 misses the write. */
-    for (int i = 0; i < 3; i++)
-        configure(i, p, 1, 1, 0, 5u);
-    pump(1);
-    put(0, k, "v1");
-    turn_end(0);
-    pump(1);
+    epoch1_n1_behind(p, k);
     /* Epoch 2: n1 (out of the ISR in every map) is copied. Its SUB is kept
      * to be delivered again after the copy, as a retry that crossed it. */
     for (int i = 0; i < 3; i++)
