@@ -366,6 +366,15 @@ static const struct {
     {"KEEL.REP.SNAP", 8, 5, m_snap},     {"KEEL.REP.APPEND", 6, 4, m_append},
 };
 
+int rep_msg_early(int argc, const char **argv, const size_t *len) {
+    static const char *const names[] = {"KEEL.REP.APPEND", "KEEL.REP.STREAM", "KEEL.REP.SNAP",
+                                        "KEEL.REP.DIVERGED"};
+    if (argc < 1) return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (len[0] == strlen(names[i]) && memcmp(argv[0], names[i], len[0]) == 0) return 1;
+    return 0;
+}
+
 int rep_message(rep *r, const char *from, int argc, const char **argv, const size_t *len) {
     if (argc < 1 || !from) return KEEL_EPROTO;
     for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {

@@ -150,6 +150,13 @@ int rep_role(const rep *r, unsigned p);
  * message: ignored) or another KEEL_E* (a failed store call: the node
  * stops). */
 int rep_message(rep *r, const char *from, int argc, const char **argv, const size_t *len);
+/* 1 if a message the engines send is a leader's data message (APPEND,
+ * STREAM, SNAP, DIVERGED): it claims nothing about the sender's durability
+ * and may leave once the turn is written, before its sync. A follower's SUB
+ * and ACK claim positions held durably: 0, they leave after the sync. Per
+ * partition all messages one node sends another are of one role, so each
+ * partition's order is kept. */
+int rep_msg_early(int argc, const char **argv, const size_t *len);
 /* The connection to peer broke: a follower subscribes again, a leader
  * stops streaming to it until it does. */
 void rep_peer_down(rep *r, const char *peer);

@@ -231,22 +231,6 @@ static void flush_all(node_rep *nr) {
         link_flush(nr, nr->links[i]);
 }
 
-/* A leader's messages (batches, copies, STREAM, DIVERGED) claim nothing
- * about the sender's durability: they may leave once the turn is written,
- * before its fsync ("Write path speed" in docs/replication.md). A
- * follower's SUB and ACK claim positions held durably: never early. Per
- * partition, all messages one node sends another are of one role, so
- * each partition's order is kept (the epoch in every message drops what a
- * role change leaves behind). */
-static int early_msg(int argc, const char **argv, const size_t *len) {
-    static const char *const names[] = {"KEEL.REP.APPEND", "KEEL.REP.STREAM", "KEEL.REP.SNAP",
-                                        "KEEL.REP.DIVERGED"};
-    if (argc < 1) return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (len[0] == strlen(names[i]) && memcmp(argv[0], names[i], len[0]) == 0) return 1;
-    return 0;
-}
-
 /* ---- The environment ----------------------------------------------------- */
 
 static uint64_t e_now_us(void *ctx) {
@@ -255,7 +239,7 @@ static uint64_t e_now_us(void *ctx) {
 }
 
 /* Queued: leaves at the next flush point, after the turn's store_sync; a
- * leader's data message perhaps before it (early_msg, node_rep_presync). */
+ * leader's data message perhaps before it (rep_msg_early, node_rep_presync). */
 static int e_send(void *ctx, const char *peer, int argc, const char **argv, const size_t *len) {
     node_rep *nr = ctx;
     rlink *l = link_get(nr, peer);
@@ -279,7 +263,7 @@ static int e_send(void *ctx, const char *peer, int argc, const char **argv, cons
         nr->st.msgs_dropped++;
         return -1;
     }
-    kbuf *q = early_msg(argc, argv, len) ? &l->qe : &l->q;
+    kbuf *q = rep_msg_early(argc, argv, len) ? &l->qe : &l->q;
     int bad = kbuf_reserve(q, need) || put_u32(q, (size_t)argc);
     for (int i = 0; i < argc && !bad; i++)
         bad = put_u32(q, len[i]) || (len[i] && kbuf_append(q, argv[i], len[i]));

@@ -519,17 +519,6 @@ static void ev_restart(sim *w, ev *e) {
 static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, const char *val,
                          int moved, const pendw *pw);
 
-/* A leader's data messages (rep_uv.c early_msg): they claim nothing about
- * the sender's durability and may leave before the turn's sync. */
-static int early_msg(const ev *e) {
-    static const char *const names[] = {"KEEL.REP.APPEND", "KEEL.REP.STREAM", "KEEL.REP.SNAP",
-                                        "KEEL.REP.DIVERGED"};
-    if (e->argc < 1) return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(e->argv[0], names[i]) == 0) return 1;
-    return 0;
-}
-
 /* The end of a node's turn: write it out, seal the batches, let the
  * leader's data messages go, sync, release what is committed, then let the
  * other messages go. (The sync is instantaneous here and a crash keeps
@@ -560,7 +549,7 @@ static void node_turn_end(sim *w, snode *n) {
     size_t kept = 0;
     for (size_t i = 0; i < n->nout; i++) {
         ev *e = n->out[i];
-        if (e->kind == K_MSG && early_msg(e))
+        if (e->kind == K_MSG && rep_msg_early(e->argc, (const char **)e->argv, e->len))
             net_send(w, n->i, (int)e->u2, e);
         else
             n->out[kept++] = e;
