@@ -62,7 +62,11 @@ def nodes_view(port):
                 continue
             a, _, b = tok.partition("-")
             slots.extend(range(int(a), int(b or a) + 1))
-        out.append({"id": f[0], "port": int(f[1].split("@")[0].rsplit(":", 1)[1]),
+        # A node still in handshake, or forgotten, may show no address
+        # ("noaddr" or ":0"): port None, which healthy() counts as not ready.
+        addr = f[1].split("@")[0]
+        port = int(addr.rsplit(":", 1)[1]) if ":" in addr and addr.rsplit(":", 1)[1] else None
+        out.append({"id": f[0], "port": port,
                     "flags": f[2].split(","), "master": f[3], "link": f[7], "slots": slots})
     return out
 
@@ -79,7 +83,7 @@ def healthy(ports):
         for p in ports:
             v = nodes_view(p)
             if len(v) != 6 or any("fail" in n["flags"] or "fail?" in n["flags"] or
-                                  n["link"] != "connected" for n in v):
+                                  n["port"] is None or n["link"] != "connected" for n in v):
                 return False
             if "cluster_state:ok" not in rc.call(p, b"CLUSTER", b"INFO").decode():
                 return False
