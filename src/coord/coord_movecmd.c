@@ -4,7 +4,9 @@
  *                                    (JSON: {"id": N})
  *   CANCEL <move>                    aborts a move that has not committed
  *   MOVES [JSON] [ALL]               moves in flight and the 20 most recent
- *                                    finished ones (ALL: every finished one)
+ *                                    finished ones (ALL: every finished one
+ *                                    the coordinator keeps: partition moves
+ *                                    all, replica moves the last 64)
  *
  * The executor (coord_move.c) does the work; these only parse and render.
  */
