@@ -482,15 +482,16 @@ static void n_fsynced(void *ctx) {
 
 /* The power cut, after store_free wrote out what the process had: the
  * newest log keeps its synced prefix and a random part of the rest (all of
- * it, as kill -9 leaves it; none of it; or a uniform point). */
-static void wal_cut(sim *w, snode *n) {
+ * it, as kill -9 leaves it; none of it; or a uniform point; lossy: not
+ * all of it). */
+static void wal_cut(sim *w, snode *n, int lossy) {
     char name[64];
     uint64_t size;
     wal_newest(n->dir, name, sizeof name, &size);
     if (!name[0]) return;
     uint64_t lo = strcmp(name, n->wal) == 0 ? n->wal_synced : 0;
     if (lo >= size) return;
-    unsigned how = (unsigned)(rnd(w) % 3);
+    unsigned how = lossy ? 1 + (unsigned)(rnd(w) % 2) : (unsigned)(rnd(w) % 3);
     uint64_t cut = how == 0 ? size : how == 1 ? lo : rnd_in(w, lo, size);
     if (cut == size) return;
     char path[400];
@@ -689,8 +690,8 @@ static void conn_break(sim *w, int i, int j) {
     }
 }
 
-/* power: the machine loses power (wal_cut), not a process kill or a clean
- * stop. */
+/* power: 1 the machine loses power (wal_cut), 2 the same with a cut that
+ * loses some of the unsynced tail; 0 a clean stop. */
 static void node_crash(sim *w, snode *n, const char *why, int power) {
     if (!n->up) return;
     trace(w, "%s CRASH (%s)", n->id, why);
@@ -706,7 +707,7 @@ static void node_crash(sim *w, snode *n, const char *why, int power) {
     n->rp = NULL;
     store_free(n->st);
     n->st = NULL;
-    if (power) wal_cut(w, n);
+    if (power) wal_cut(w, n, power == 2);
     n->up = 0;
     n->inc++;
     n->paused_until = n->cut_until = 0;
@@ -862,7 +863,7 @@ static void node_turn_end(sim *w, snode *n, int early) {
      * synced), else any window once armed for 300 ms. */
     if (n->crash_arm && (sent || w->now - n->arm_at > 300000)) {
         n->crash_arm = 0;
-        ev *c = ev_new(w, K_WCRASH, w->now + rnd_in(w, 0, d - 1), -1, ev_wcrash);
+        ev *c = ev_new(w, K_WCRASH, w->now + rnd_in(w, d / 2, d - 1), -1, ev_wcrash);
         c->a = n->i;
         c->b = n->inc;
         c->u = n->win_tag;
@@ -898,7 +899,7 @@ static void ev_wcrash(sim *w, ev *e) {
     if (!n->up || n->inc != e->b || !n->win_open || n->win_tag != e->u) return;
     if (w->down || w->ho_node == n->i) return;
     w->r->window_crashes++;
-    node_crash(w, n, "power loss inside the fsync window", 1);
+    node_crash(w, n, "power loss inside the fsync window", 2);
 }
 
 /* ---- Node events --------------------------------------------------------------------- */
@@ -1828,7 +1829,7 @@ static void ev_fault(sim *w, ev *e) {
         if (n->up && w->down == 0 && w->ho_node < 0) {
             if (chance(w, 300)) {
                 handoff_start(w, n); /* a graceful stop */
-            } else if (chance(w, 500)) {
+            } else if (chance(w, 700)) {
                 /* Power loss inside the node's next fsync window (node_turn_end),
                  * most often a leader's: its batches left, its tail unsynced. */
                 if (chance(w, 700)) n = &w->nodes[w->cm.part[rnd(w) % P].leader];
