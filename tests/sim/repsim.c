@@ -164,6 +164,7 @@ typedef struct snode {
     uint64_t apply_tag;
     int win_open, win_more; /* win_more: written during the window (a mutation) */
     uint64_t sync_until, win_tag, win_size;
+    size_t win_nout; /* messages queued before the window: they leave at its end */
     char win_wal[64];
     int crash_arm; /* a fault: power loss inside the next fsync window */
     uint64_t arm_at;
@@ -752,11 +753,12 @@ static void release_replies(sim *w, snode *n) {
 }
 
 /* The turn's second half, once its fsync completed: replies of committed
- * turns, then every other message (ACK, SUB, ISR proposals, heartbeats,
- * RESIGN replies). */
-static void turn_finish(sim *w, snode *n) {
+ * turns, then the other messages (ACK, SUB, ISR proposals, heartbeats,
+ * RESIGN replies) queued before the fsync began (nsend of them; later ones,
+ * queued during an asynchronous fsync - a mutation - wait for the next). */
+static void turn_finish(sim *w, snode *n, size_t nsend) {
     release_replies(w, n);
-    for (size_t i = 0; i < n->nout; i++) {
+    for (size_t i = 0; i < nsend; i++) {
         ev *e = n->out[i];
         if (e->kind == K_MSG)
             net_send(w, n->i, (int)e->u2, e);
@@ -769,7 +771,8 @@ static void turn_finish(sim *w, snode *n) {
         } else
             net_send(w, n->i, -1, e);
     }
-    n->nout = 0;
+    memmove(n->out, n->out + nsend, (n->nout - nsend) * sizeof *n->out);
+    n->nout -= nsend;
 }
 
 /* A message that may leave before the turn's fsync: the leader's data
@@ -842,7 +845,7 @@ static void node_turn_end(sim *w, snode *n, int early) {
     uint64_t size;
     wal_newest(n->dir, name, sizeof name, &size);
     if (!n->npend && strcmp(name, n->wal) == 0 && size <= n->wal_synced) {
-        turn_finish(w, n); /* nothing to fsync */
+        turn_finish(w, n, n->nout); /* nothing to fsync */
         return;
     }
     uint64_t d = rnd_in(w, 100, 2000);
@@ -850,6 +853,7 @@ static void node_turn_end(sim *w, snode *n, int early) {
     n->win_open = 1;
     n->win_tag = n->apply_tag++;
     n->win_size = size;
+    n->win_nout = n->nout;
     snprintf(n->win_wal, sizeof n->win_wal, "%s", name);
     n->sync_until = w->now + d;
     w->r->sync_windows++;
@@ -885,7 +889,7 @@ static void ev_syncdone(sim *w, ev *e) {
     if (w->o.verbose > 1)
         trace(w, "%s fsync window %llu done, %zu unsynced", n->id, (unsigned long long)n->win_tag,
               n->npend);
-    turn_finish(w, n);
+    turn_finish(w, n, n->win_nout);
     if (n->win_more) { /* written during the window: its own fsync now */
         n->win_more = 0;
         node_turn_end(w, n, 0);
