@@ -173,6 +173,22 @@ void rep_free(rep *r) {
     free(r);
 }
 
+int rep_stop(rep *r) {
+    if (!r) return 0;
+    int rc = store_write_turn(r->env.st); /* unsealed records reach pend */
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        if (pp->role != REP_LEADER) continue;
+        pp->plo = pp->end;
+        pp->phi = pp->pend.len ? pp->end + 1 : pp->end;
+        if (!rc) rc = rep_persist_lazy(r, pp);
+        leader_stop(r, pp);
+        pp->role = REP_NONE;
+    }
+    if (!rc) rc = store_sync_wal(r->env.st, NULL);
+    return rc;
+}
+
 int rep_restore(rep *r) {
     for (unsigned p = 0; p < r->nparts; p++) {
         rep_part *pp = &r->parts[p];

@@ -106,6 +106,14 @@ typedef struct rep_config {
 rep *rep_new(const rep_env *env, unsigned mutations);
 /* Frees; runs no callback. NULL is a no-op. */
 void rep_free(rep *r);
+/* A clean stop (SIGTERM), before rep_free and store_free: every partition
+ * this node still leads records its exact log end, with one fsync for all
+ * (a leader's per-turn record says hi = lo + 1, and a restart would then
+ * truncate by full copy: docs/replication.md "Power loss"). What the
+ * current turn wrote without a seal keeps that "perhaps" position. The
+ * partitions lead no more. Returns 0 or a KEEL_E* (the records keep their
+ * old, safe, values). */
+int rep_stop(rep *r);
 /* After a start: reads each partition's "rep/<p>" record back. Returns 0 or
  * a KEEL_E* (the node must not start on a guess). */
 int rep_restore(rep *r);

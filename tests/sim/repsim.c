@@ -704,6 +704,8 @@ static void node_crash(sim *w, snode *n, const char *why, int power) {
     rep_get_stats(n->rp, &s);
     w->r->copies += (unsigned)s.copies_received;
     w->r->truncations += (unsigned)s.truncations;
+    if (!power && rep_stop(n->rp)) /* a clean stop records exact ends (rep_uv.c) */
+        violation(w, "%s: rep_stop failed", n->id);
     rep_free(n->rp);
     n->rp = NULL;
     store_free(n->st);
