@@ -45,10 +45,14 @@
  * > hi. A follower's record carries the batch at hi itself (the redo):
  * rep_restore applies it again (records are absolute values: twice is
  * once), so a follower's log ends exactly at hi. A leader's record says hi =
- * lo + 1 (the next turn may reach the disk before its record): its log is
- * taken to end at hi, a position no other replica holds, so it truncates
- * when it follows again. A leader that steps down without a crash records
- * its exact end (leader_demote).
+ * lo + 1 (the next turn's data may reach the disk before its record); since
+ * its batches leave before its own fsync, a follower may hold hi although a
+ * power loss took it from the leader, so a restarted leader's log ends at
+ * lo and hi is "perhaps": its SUB carries both, and the new leader streams
+ * from lo + 1 or answers DIVERGED; if it leads again, leader_start claims
+ * hi without retaining it and starts the new epoch at lo + 1, so every
+ * follower is copied. A leader that steps down or stops cleanly records its
+ * exact end (leader_demote, rep_stop).
  *
  * Threads: the thread that owns the environment.
  */

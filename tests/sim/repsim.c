@@ -2,10 +2,13 @@
  *
  * One simulated clock, one event queue ordered by (time, sequence number):
  * a seed decides every interleaving. A node's "turn" is one event: its
- * handler runs, the store writes the turn out (store_sync), the engines seal
- * the turn's batches (rep_turn_end), and only then do the turn's messages
- * and replies leave - the group commit of the real node. A failed turn
- * write stops the node with its replies unsent.
+ * handler runs, the store writes the turn out, the engines seal the turn's
+ * batches (rep_turn_end) and the leader's data messages leave; then the
+ * turn's fsync, a window of simulated time the node blocks in, and only at
+ * its end the replies and the other messages - the real node's order
+ * (node_turn_end). A failed turn write stops the node with its replies
+ * unsent; a crash is a power loss that keeps the WAL's synced prefix and
+ * some of the rest (wal_cut).
  *
  *   clients --SET/GET--> node: rep_write_check / rep_read_check, the store
  *   leader engine --APPEND/STREAM/SNAP--> follower engine --ACK--> leader

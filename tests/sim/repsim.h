@@ -6,7 +6,9 @@
  * (node/rep_engine.h) over a real RocksDB store (in /dev/shm when present);
  * only the environment is simulated - clock (per-node skew and forward
  * steps), timers, network (delays, bursts, dropped connections), crashes,
- * pauses, a cut between a node and the coordinator, failed turn writes. The
+ * pauses, a cut between a node and the coordinator, failed turn writes;
+ * every crash is a power loss (the newest WAL cut between its synced size
+ * and its end; each turn's fsync a window the node blocks in). The
  * coordinator model holds replicas, ISR, leader epoch and partition epoch per
  * partition; it commits ISR changes by compare-and-set on the partition
  * epoch, shrinks the ISR of down or restarted followers, grants leases with
@@ -19,9 +21,11 @@
  *   R5  no position applied twice on a node with different contents, and
  *       the leader epochs along a node's log never go down; the epoch a
  *       node knows for a partition never goes down within its life;
- * when a write is acknowledged to a client:
+ * when the reply of a write leaves its leader:
  *   R4  at least min_insync replicas hold its position (with its contents)
- *       and so does every member of the coordinator's ISR;
+ *       durably - covered by a completed fsync - and so does every member
+ *       of the coordinator's ISR, whose logs agree with the leader's at
+ *       every position below it;
  * when a node may first serve a partition in a leader epoch (has a lease):
  *   R2  every acknowledged write of the partition is in its store;
  * on every read:
