@@ -337,7 +337,8 @@ static int queued(const char *cmd, int to) {
  * three; then n0 writes k2 = v2 at position 2, n1 applies it, n2 misses it,
  * and n0 loses power before its turn's fsync: it restarts on the disk image
  * of its last fsync (the synced prefix of its WAL; nothing of turn 2). */
-static void n0_loses_position_2(unsigned p, const char *k1, const char *k2) {
+static unsigned n0_loses_position_2(const char *k1, const char *k2) {
+    unsigned p = part_of(k1);
     for (int i = 0; i < 3; i++)
         configure(i, p, 1, 1, 0, 7u);
     pump(-1);
@@ -364,6 +365,7 @@ static void n0_loses_position_2(unsigned p, const char *k1, const char *k2) {
     assert_int_equal(system(cmd), 0);
     open_node(0);
     assert_false(has(0, k2, "v2")); /* the batch is gone from its data */
+    return p;
 }
 
 /* A key of partition p other than k (buf of 16). */
@@ -389,10 +391,8 @@ static void settle(void) {
 static void test_power_loss_leader_claimed_lost_batch(void **state) {
     (void)state;
     char b[16];
-    const char *k1 = "alpha";
-    unsigned p = part_of(k1);
-    const char *k2 = key_in(p, k1, b);
-    n0_loses_position_2(p, k1, k2);
+    const char *k1 = "alpha", *k2 = key_in(part_of(k1), k1, b);
+    unsigned p = n0_loses_position_2(k1, k2);
     /* What its data surely holds: position 1 (the rule before the fix took
      * the record's hi, 2, and claimed the lost batch). */
     assert_int_equal(rep_end(nodes[0].rp, p), 1);
@@ -407,10 +407,8 @@ static void test_power_loss_leader_claimed_lost_batch(void **state) {
 static void test_power_loss_releader_kept_follower_tail(void **state) {
     (void)state;
     char b[16];
-    const char *k1 = "alpha";
-    unsigned p = part_of(k1);
-    const char *k2 = key_in(p, k1, b);
-    n0_loses_position_2(p, k1, k2);
+    const char *k1 = "alpha", *k2 = key_in(part_of(k1), k1, b);
+    unsigned p = n0_loses_position_2(k1, k2);
     /* n0 is re-elected (the ISR's only member) while n1 holds position 2 of
      * epoch 1, which n0 lost: n1 must not keep it. */
     for (int i = 0; i < 3; i++)
