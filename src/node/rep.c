@@ -173,6 +173,22 @@ void rep_free(rep *r) {
     free(r);
 }
 
+int rep_stop(rep *r) {
+    if (!r) return 0;
+    int rc = store_write_turn(r->env.st); /* unsealed records reach pend */
+    for (unsigned p = 0; p < r->nparts; p++) {
+        rep_part *pp = &r->parts[p];
+        if (pp->role != REP_LEADER) continue;
+        pp->plo = pp->end;
+        pp->phi = pp->pend.len ? pp->end + 1 : pp->end;
+        if (!rc) rc = rep_persist_lazy(r, pp);
+        leader_stop(r, pp);
+        pp->role = REP_NONE;
+    }
+    if (!rc) rc = store_sync_wal(r->env.st, NULL);
+    return rc;
+}
+
 int rep_restore(rep *r) {
     for (unsigned p = 0; p < r->nparts; p++) {
         rep_part *pp = &r->parts[p];
@@ -209,14 +225,21 @@ int rep_restore(rep *r) {
             if (rc) return rc;
         } else {
             free(v);
-            /* A leader's record: hi = lo + 1 says a turn may have reached the
-             * data unsealed. Its log is taken to end at hi (a position no
-             * other replica holds): as a follower it truncates, as a leader
-             * its next epoch starts after it. */
-            pp->end = pp->phi;
+            /* A leader's record {lo, hi = lo + 1}: the data holds every
+             * position <= lo, and perhaps hi (the next turn's data precedes
+             * its record in the WAL; a power loss may keep the one and not
+             * the other). Its batches left before its own fsync, so another
+             * replica may hold hi although this node lost it: the log ends
+             * at lo, hi stays "perhaps" (phi). As a follower its SUB says
+             * both (lo, hi): the leader streams from lo + 1 if it holds hi
+             * in the same epoch (re-applying absolute values), else answers
+             * DIVERGED; as a leader, leader_start claims (lo, hi] as a
+             * position no follower is streamed. docs/replication.md
+             * "Power loss". */
+            pp->end = (r->mutations & REP_MUT_RESTORE_HI) ? pp->phi : pp->plo;
         }
         pp->epoch = rep_ec_last(pp);
-        if (r->env.forget) r->env.forget(r->env.ctx, p, pp->copying ? 0 : pp->phi);
+        if (r->env.forget) r->env.forget(r->env.ctx, p, pp->end);
     }
     return 0;
 }

@@ -45,10 +45,14 @@
  * > hi. A follower's record carries the batch at hi itself (the redo):
  * rep_restore applies it again (records are absolute values: twice is
  * once), so a follower's log ends exactly at hi. A leader's record says hi =
- * lo + 1 (the next turn may reach the disk before its record): its log is
- * taken to end at hi, a position no other replica holds, so it truncates
- * when it follows again. A leader that steps down without a crash records
- * its exact end (leader_demote).
+ * lo + 1 (the next turn's data may reach the disk before its record); since
+ * its batches leave before its own fsync, a follower may hold hi although a
+ * power loss took it from the leader, so a restarted leader's log ends at
+ * lo and hi is "perhaps": its SUB carries both, and the new leader streams
+ * from lo + 1 or answers DIVERGED; if it leads again, leader_start claims
+ * hi without retaining it and starts the new epoch at lo + 1, so every
+ * follower is copied. A leader that steps down or stops cleanly records its
+ * exact end (leader_demote, rep_stop).
  *
  * Threads: the thread that owns the environment.
  */
@@ -106,6 +110,14 @@ typedef struct rep_config {
 rep *rep_new(const rep_env *env, unsigned mutations);
 /* Frees; runs no callback. NULL is a no-op. */
 void rep_free(rep *r);
+/* A clean stop (SIGTERM), before rep_free and store_free: every partition
+ * this node still leads records its exact log end, with one fsync for all
+ * (a leader's per-turn record says hi = lo + 1, and a restart would then
+ * truncate by full copy: docs/replication.md "Power loss"). What the
+ * current turn wrote without a seal keeps that "perhaps" position. The
+ * partitions lead no more. Returns 0 or a KEEL_E* (the records keep their
+ * old, safe, values). */
+int rep_stop(rep *r);
 /* After a start: reads each partition's "rep/<p>" record back. Returns 0 or
  * a KEEL_E* (the node must not start on a guess). */
 int rep_restore(rep *r);

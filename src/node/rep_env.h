@@ -68,7 +68,11 @@ typedef struct rep_env {
 enum {
     REP_MUT_EARLY_REPLY = 1 << 0, /* the leader commits a turn before the ISR acknowledged it */
     REP_MUT_NO_TRUNCATE = 1 << 1, /* a diverged follower keeps its records past the epoch end */
-    REP_MUT_NO_LEASE = 1 << 2     /* the leader serves with no lease (or an expired one) */
+    REP_MUT_NO_LEASE = 1 << 2,    /* the leader serves with no lease (or an expired one) */
+    /* rep_restore takes a leader record's end at hi, a position its data may
+     * lack (the rule before the power-loss fix: a follower that applied the
+     * batch the crash took streams on past it) */
+    REP_MUT_RESTORE_HI = 1 << 3
 };
 
 #endif

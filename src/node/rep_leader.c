@@ -81,11 +81,17 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c) {
     }
     pp->adding[0] = 0;
     pp->lease_until = 0; /* the first heartbeat of this epoch grants it */
+    /* What the data may hold past end - a restored leader record's hi
+     * (rep_restore), records of a turn not sealed when it stepped down - is
+     * claimed (end = phi) but not retained, and the new epoch starts right
+     * after end: a follower holding the old position phi finds the old
+     * epoch ending before it (DIVERGED), one lacking it finds phi not
+     * retained; both are copied from this node's data. */
+    uint64_t start = pp->end + 1;
+    if (!pp->copying && pp->phi > pp->end && pp->phi != UINT64_MAX) pp->end = pp->phi;
     pp->committed = pp->end;
     pp->nlog = 0;
-    /* Positions after end that this node's data may hold (a restart) are
-     * not its log: the new epoch starts after end. */
-    rep_ec_push(pp, pp->epoch, pp->end + 1);
+    rep_ec_push(pp, pp->epoch, start);
     pp->plo = pp->end;
     pp->phi = pp->end + 1;
     int rc = rep_persist(r, pp);

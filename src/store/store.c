@@ -1211,7 +1211,13 @@ static int flush_wal(store *s, int sync, uint64_t *fsync_us) {
         s->flush_gen++;
     }
     s->dirty = s->lazy = 0;
+    if (sync && s->fsync_hook) s->fsync_hook(s->fsync_hook_arg);
     return 0;
+}
+
+void store_set_fsync_hook(store *s, void (*fn)(void *arg), void *arg) {
+    s->fsync_hook = fn;
+    s->fsync_hook_arg = arg;
 }
 
 int store_sync(store *s, uint64_t *fsync_us) {
@@ -1264,7 +1270,10 @@ int store_wal_sync_end(store *s, store_wal_sync *ws) {
     }
     if (s->failed) return s->failed;
     /* Nothing flushed since begin: all that is in the WAL is durable now. */
-    if (s->flush_gen == ws->gen) s->unsynced = 0;
+    if (s->flush_gen == ws->gen) {
+        s->unsynced = 0;
+        if (s->fsync_hook) s->fsync_hook(s->fsync_hook_arg);
+    }
     return 0;
 }
 

@@ -221,6 +221,14 @@ KEEL_MUST_CHECK int store_wal_sync_begin(store *s, store_wal_sync *ws);
 void store_wal_sync_run(store *s, store_wal_sync *ws);
 KEEL_MUST_CHECK int store_wal_sync_end(store *s, store_wal_sync *ws);
 store_fsync store_fsync_mode(const store *s);
+/* Test-only observation (the replication simulator's power-loss model,
+ * tests/sim/repsim.c): fn(arg) runs on the owner thread right after each
+ * WAL fsync of this store that covers everything handed to the WAL before
+ * it (store_meta_put, store_sync_wal, a store_sync in ALWAYS mode, a slot
+ * deletion, store_wal_sync_end when nothing was flushed since begin).
+ * Not for the fsyncs inside store_open and store_free. fn must not call
+ * back into the store. NULL clears it; production sets none. */
+void store_set_fsync_hook(store *s, void (*fn)(void *arg), void *arg);
 
 /* ---- Snapshots on demand (store_save.c): SAVE, BGSAVE, SHUTDOWN SAVE -----
  * store_save_wal: the turn's committed txns written and the WAL fsynced now,

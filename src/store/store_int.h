@@ -94,9 +94,9 @@ struct store_txn {
     rocksdb_writebatch_t *wb_sorted;
     struct turn_rec *recs;
     size_t cap_recs;
-    size_t nops;              /* puts and deletes of the current command */
-    size_t turn_ops;          /* puts and deletes committed this turn */
-    size_t turn_strict;       /* ...of them, by commands that need the turn's fsync */
+    size_t nops;        /* puts and deletes of the current command */
+    size_t turn_ops;    /* puts and deletes committed this turn */
+    size_t turn_strict; /* ...of them, by commands that need the turn's fsync */
     txn_undo *undo;
     size_t nundo, cap_undo;
     slot_delta *touched; /* slots this txn changed, in first-touch order */
@@ -120,10 +120,12 @@ struct store {
     rocksdb_readoptions_t *ropts_sweep; /* does not fill the block cache */
     rocksdb_writeoptions_t *wopts;      /* sync = 0: store_sync owns durability */
     store_fsync fsync;
-    int dirty;    /* committed since the last WAL flush */
-    int unsynced; /* WAL flushed to the OS but not fsynced */
+    int dirty;          /* committed since the last WAL flush */
+    int unsynced;       /* WAL flushed to the OS but not fsynced */
     uint64_t flush_gen; /* WAL flushes to the OS without an fsync (store_wal_sync) */
-    int lazy;     /* lazily committed writes not yet flushed (store_txn_commit_lazy) */
+    int lazy;           /* lazily committed writes not yet flushed (store_txn_commit_lazy) */
+    void (*fsync_hook)(void *arg); /* store_set_fsync_hook (the simulator's crash model) */
+    void *fsync_hook_arg;
     char *dir;
     uint64_t total_keys, total_bytes, total_expires, total_subs;
     slot_stat stats[STORE_SLOTS];

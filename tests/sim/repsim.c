@@ -2,10 +2,13 @@
  *
  * One simulated clock, one event queue ordered by (time, sequence number):
  * a seed decides every interleaving. A node's "turn" is one event: its
- * handler runs, the store writes the turn out (store_sync), the engines seal
- * the turn's batches (rep_turn_end), and only then do the turn's messages
- * and replies leave - the group commit of the real node. A failed turn
- * write stops the node with its replies unsent.
+ * handler runs, the store writes the turn out, the engines seal the turn's
+ * batches (rep_turn_end) and the leader's data messages leave; then the
+ * turn's fsync, a window of simulated time the node blocks in, and only at
+ * its end the replies and the other messages - the real node's order
+ * (node_turn_end). A failed turn write stops the node with its replies
+ * unsent; a crash is a power loss that keeps the WAL's synced prefix and
+ * some of the rest (wal_cut).
  *
  *   clients --SET/GET--> node: rep_write_check / rep_read_check, the store
  *   leader engine --APPEND/STREAM/SNAP--> follower engine --ACK--> leader
@@ -30,6 +33,7 @@
 #include "node/rep_engine.h"
 #include "store/store.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +86,9 @@ enum {
     K_FAULT,
     K_RESTART,
     K_RESIGN,
-    K_RESIGNR
+    K_RESIGNR,
+    K_SYNCDONE, /* a node's fsync window ends: the turn is durable */
+    K_WCRASH    /* power loss inside a node's fsync window (an armed fault) */
 };
 
 typedef struct cpart {
@@ -119,8 +125,14 @@ struct ev {
 typedef struct shadow { /* what a node holds of one partition's log (R4, R5) */
     uint64_t base;      /* every position <= base (a full copy) */
     uint64_t *hash, *epoch;
+    uint8_t *pend; /* 1: applied since the node's last fsync (not durable yet) */
     size_t cap;
 } shadow;
+
+typedef struct spend { /* a position applied and not yet covered by an fsync */
+    unsigned p;
+    uint64_t pos, hash, tag; /* tag: the node's apply_tag when it was applied */
+} spend;
 
 typedef struct pendw { /* a write waiting for its turn's commit */
     int client;
@@ -145,6 +157,20 @@ typedef struct snode {
     uint64_t seen_epoch[P];
     uint64_t served_epoch[P]; /* the last epoch it served p in (R2 checked) */
     shadow sh[P];
+    /* Power loss (docs/replication.md "Power loss"): the newest WAL file and
+     * how much of it the last fsync covered; the positions applied since;
+     * the fsync window of the turn in flight (the node runs nothing in it). */
+    char wal[64];
+    uint64_t wal_synced;
+    spend *pend;
+    size_t npend, cappend;
+    uint64_t apply_tag;
+    int win_open, win_more; /* win_more: written during the window (a mutation) */
+    uint64_t sync_until, win_tag, win_size;
+    size_t win_nout; /* messages queued before the window: they leave at its end */
+    char win_wal[64];
+    int crash_arm; /* a fault: power loss inside the next fsync window */
+    uint64_t arm_at;
     /* The binding's leadership transfer (rep_uv.c, C5), modelled: writes of
      * p are refused while refuse_le[p] is the leader epoch it leads p in. */
     uint64_t refuse_le[P], resign_ok_le[P]; /* resign_ok_le: answered OK (T1) */
@@ -164,6 +190,14 @@ typedef struct acked {
     char key[24], val[40];
     unsigned p;
 } acked;
+
+typedef struct wreg { /* a client write in a leader's batch: (p, batch hash) -> key = val */
+    unsigned p;
+    uint64_t hash;
+    size_t next; /* chain in its bucket; SIZE_MAX ends it */
+    char key[24], val[40];
+} wreg;
+#define REG_BUCKETS 4096
 
 typedef struct sclient {
     int id, busy, is_read, attempts, target;
@@ -189,6 +223,8 @@ struct sim {
     sclient clients[CLIENTS];
     acked *acks;
     size_t nacks, capacks;
+    wreg *reg; /* every batch's writes, to tell what a cut WAL kept */
+    size_t nreg, capreg, rbuck[REG_BUCKETS];
     uint64_t slow_until, fault_end, end, last_push;
     int down; /* nodes crashed and not yet restarted */
     smove mv[P];
@@ -311,9 +347,11 @@ static void sh_grow(shadow *s, uint64_t pos) {
         cap *= 2;
     s->hash = realloc(s->hash, cap * sizeof *s->hash);
     s->epoch = realloc(s->epoch, cap * sizeof *s->epoch);
-    if (!s->hash || !s->epoch) abort();
+    s->pend = realloc(s->pend, cap * sizeof *s->pend);
+    if (!s->hash || !s->epoch || !s->pend) abort();
     memset(s->hash + s->cap, 0, (cap - s->cap) * sizeof *s->hash);
     memset(s->epoch + s->cap, 0, (cap - s->cap) * sizeof *s->epoch);
+    memset(s->pend + s->cap, 0, (cap - s->cap) * sizeof *s->pend);
     s->cap = cap;
 }
 
@@ -321,11 +359,39 @@ static int sh_holds(const shadow *s, uint64_t pos, uint64_t hash) {
     return pos <= s->base || (pos < s->cap && s->hash[pos] == hash);
 }
 
+/* Held and covered by an fsync: what a power loss cannot take. */
+static int sh_durable(const shadow *s, uint64_t pos, uint64_t hash) {
+    return pos <= s->base || (pos < s->cap && s->hash[pos] == hash && !s->pend[pos]);
+}
+
+static uint64_t sh_at(const shadow *s, uint64_t pos) {
+    return pos < s->cap ? s->hash[pos] : 0;
+}
+
+/* The positions applied with a tag <= upto are durable now (an fsync that
+ * covers them completed). */
+static void sh_synced(snode *n, uint64_t upto) {
+    size_t k = 0;
+    for (size_t i = 0; i < n->npend; i++) {
+        spend *e = &n->pend[i];
+        if (e->tag > upto) {
+            n->pend[k++] = *e;
+            continue;
+        }
+        shadow *s = &n->sh[e->p];
+        if (e->pos < s->cap && s->hash[e->pos] == e->hash) s->pend[e->pos] = 0;
+    }
+    n->npend = k;
+}
+
 static void n_applied(void *ctx, unsigned p, uint64_t pos, uint64_t epoch, uint64_t hash) {
     snode *n = ctx;
     sim *w = n->w;
     shadow *s = &n->sh[p];
     hash |= 1; /* 0 marks "not held" */
+    if (w->o.verbose > 1)
+        trace(w, "%s applied %u/%llu (tag %llu)", n->id, p, (unsigned long long)pos,
+              (unsigned long long)n->apply_tag);
     sh_grow(s, pos + 1);
     if (s->hash[pos] && s->hash[pos] != hash)
         violation(w,
@@ -338,13 +404,22 @@ static void n_applied(void *ctx, unsigned p, uint64_t pos, uint64_t epoch, uint6
                   (unsigned long long)pos);
     s->hash[pos] = hash;
     s->epoch[pos] = epoch;
+    s->pend[pos] = 1;
+    if (n->npend == n->cappend) {
+        n->cappend = n->cappend ? n->cappend * 2 : 64;
+        n->pend = realloc(n->pend, n->cappend * sizeof *n->pend);
+        if (!n->pend) abort();
+    }
+    n->pend[n->npend++] = (spend){p, pos, hash, n->apply_tag};
 }
 
 static void n_forget(void *ctx, unsigned p, uint64_t pos) {
     snode *n = ctx;
     shadow *s = &n->sh[p];
-    for (uint64_t i = pos + 1; i < s->cap; i++)
+    for (uint64_t i = pos + 1; i < s->cap; i++) {
         s->hash[i] = s->epoch[i] = 0;
+        s->pend[i] = 0;
+    }
     if (s->base > pos) s->base = pos;
 }
 
@@ -352,6 +427,138 @@ static void n_base(void *ctx, unsigned p, uint64_t pos) {
     snode *n = ctx;
     n_forget(ctx, p, 0);
     n->sh[p].base = pos;
+}
+
+/* ---- Power loss: the WAL's synced prefix ------------------------------------------------
+ *
+ * The stores run with --fsync no: store_sync hands the turn to the OS and
+ * the simulator models the fsync itself, as a window after it (the turn's
+ * second half waits for its end). The newest RocksDB *.log and its size
+ * are recorded whenever an fsync completes (a window's end, or an fsync
+ * the engines make themselves through store_meta_put: store_set_fsync_hook).
+ * A power loss keeps exactly that synced prefix plus some prefix of the
+ * rest: the newest log is cut at a point between the synced size and its
+ * end. RocksDB's point-in-time WAL recovery (the default) replays what
+ * survives and drops a torn last record. Older logs are taken as synced
+ * (RocksDB syncs a closed WAL before the flush that retires it), and only
+ * the newest is cut, so no SST ever holds data past the cut. */
+
+static uint64_t log_number(const char *name) {
+    size_t n = strlen(name);
+    if (n < 5 || strcmp(name + n - 4, ".log") != 0) return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i + 4 < n; i++) {
+        if (name[i] < '0' || name[i] > '9') return 0;
+        v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    return v;
+}
+
+/* The newest WAL file of dir and its size; name "" when there is none. */
+static void wal_newest(const char *dir, char *name, size_t cap, uint64_t *size) {
+    name[0] = 0;
+    *size = 0;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    uint64_t best = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        uint64_t v = log_number(de->d_name);
+        if (v > best) {
+            best = v;
+            snprintf(name, cap, "%s", de->d_name);
+        }
+    }
+    closedir(d);
+    if (!name[0]) return;
+    char path[400];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (stat(path, &sb) == 0) *size = (uint64_t)sb.st_size;
+}
+
+/* store_set_fsync_hook: everything written so far is durable. */
+static void n_fsynced(void *ctx) {
+    snode *n = ctx;
+    wal_newest(n->dir, n->wal, sizeof n->wal, &n->wal_synced);
+    sh_synced(n, UINT64_MAX);
+}
+
+/* The power cut, after store_free wrote out what the process had: the
+ * newest log keeps its synced prefix and a random part of the rest (all of
+ * it, as kill -9 leaves it; none of it; or a uniform point; lossy: not
+ * all of it). */
+static void wal_cut(sim *w, snode *n, int lossy) {
+    char name[64];
+    uint64_t size;
+    wal_newest(n->dir, name, sizeof name, &size);
+    if (!name[0]) return;
+    uint64_t lo = strcmp(name, n->wal) == 0 ? n->wal_synced : 0;
+    if (lo >= size) return;
+    unsigned how = lossy ? 1 + (unsigned)(rnd(w) % 2) : (unsigned)(rnd(w) % 3);
+    uint64_t cut = how == 0 ? size : how == 1 ? lo : rnd_in(w, lo, size);
+    if (cut == size) return;
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", n->dir, name);
+    if (truncate(path, (off_t)cut)) {
+        violation(w, "%s: truncate %s: cannot cut the WAL", n->id, path);
+        return;
+    }
+    w->r->power_cuts++;
+    w->r->bytes_cut += size - cut;
+    trace(w, "%s power loss: %s cut at %llu of %llu (synced %llu)", n->id, name,
+          (unsigned long long)cut, (unsigned long long)size, (unsigned long long)lo);
+}
+
+/* The batches' writes (key = val), by (p, batch hash): after a power loss,
+ * whether the data kept a position applied since the last fsync. */
+static size_t reg_bucket(unsigned p, uint64_t hash) {
+    return (size_t)((hash ^ (p * 0x9e3779b97f4a7c15ull)) % REG_BUCKETS);
+}
+
+static void reg_add(sim *w, unsigned p, uint64_t hash, const char *key, const char *val) {
+    if (w->nreg == w->capreg) {
+        w->capreg = w->capreg ? w->capreg * 2 : 4096;
+        w->reg = realloc(w->reg, w->capreg * sizeof *w->reg);
+        if (!w->reg) abort();
+    }
+    size_t b = reg_bucket(p, hash);
+    wreg *e = &w->reg[w->nreg];
+    e->p = p, e->hash = hash, e->next = w->rbuck[b];
+    snprintf(e->key, sizeof e->key, "%s", key);
+    snprintf(e->val, sizeof e->val, "%s", val);
+    w->rbuck[b] = w->nreg++;
+}
+
+/* 1 if n's store holds every write of batch (p, hash). */
+static int batch_in_store(sim *w, snode *n, unsigned p, uint64_t hash) {
+    int held = 1;
+    for (size_t i = w->rbuck[reg_bucket(p, hash)]; i != SIZE_MAX && held; i = w->reg[i].next) {
+        wreg *e = &w->reg[i];
+        if (e->p != p || e->hash != hash) continue;
+        store_value v;
+        int rc =
+            store_get(n->st, keel_key_slot(e->key, strlen(e->key)), e->key, strlen(e->key), 0, &v);
+        held = rc == 0 && v.len == strlen(e->val) && !memcmp(v.data, e->val, v.len);
+        if (rc == 0) store_value_release(&v);
+    }
+    return held;
+}
+
+/* After a restart, before rep_restore: the positions applied after the last
+ * fsync before the crash are held only if the cut kept their data. */
+static void sh_after_cut(sim *w, snode *n) {
+    for (size_t i = 0; i < n->npend; i++) {
+        spend *e = &n->pend[i];
+        shadow *s = &n->sh[e->p];
+        if (e->pos >= s->cap || s->hash[e->pos] != e->hash) continue;
+        s->pend[e->pos] = 0;
+        if (!batch_in_store(w, n, e->p, e->hash)) {
+            s->hash[e->pos] = s->epoch[e->pos] = 0;
+            w->r->positions_lost++;
+        }
+    }
+    n->npend = 0;
 }
 
 /* ---- The node's environment ---------------------------------------------------------- */
@@ -429,7 +636,7 @@ static void node_timer(sim *w, snode *n, int kind, ev_fn fn, uint64_t ms) {
 static int node_start(sim *w, snode *n) {
     store_opts so;
     store_opts_default(&so);
-    so.fsync = STORE_FSYNC_NO; /* a crash here is kill -9: the OS keeps what was written */
+    so.fsync = STORE_FSYNC_NO; /* the fsync is the simulator's (the window, wal_cut) */
     so.cache_bytes = 1u << 20;
     so.write_buffer_bytes = 1u << 20;
     char err[256];
@@ -437,6 +644,12 @@ static int node_start(sim *w, snode *n) {
         snprintf(w->r->what, sizeof w->r->what, "store_open %s: %s", n->dir, err);
         return -1;
     }
+    /* What the recovery kept is durable now (RocksDB flushes it at open). */
+    sh_after_cut(w, n);
+    wal_newest(n->dir, n->wal, sizeof n->wal, &n->wal_synced);
+    store_set_fsync_hook(n->st, n_fsynced, n);
+    n->win_open = n->win_more = n->crash_arm = 0;
+    n->sync_until = 0;
     rep_env env = {.ctx = n,
                    .st = n->st,
                    .self_id = n->id,
@@ -481,7 +694,9 @@ static void conn_break(sim *w, int i, int j) {
     }
 }
 
-static void node_crash(sim *w, snode *n, const char *why) {
+/* power: 1 the machine loses power (wal_cut), 2 the same with a cut that
+ * loses some of the unsynced tail; 0 a clean stop. */
+static void node_crash(sim *w, snode *n, const char *why, int power) {
     if (!n->up) return;
     trace(w, "%s CRASH (%s)", n->id, why);
     for (size_t i = 0; i < n->nout; i++)
@@ -492,10 +707,13 @@ static void node_crash(sim *w, snode *n, const char *why) {
     rep_get_stats(n->rp, &s);
     w->r->copies += (unsigned)s.copies_received;
     w->r->truncations += (unsigned)s.truncations;
+    if (!power && rep_stop(n->rp)) /* a clean stop records exact ends (rep_uv.c) */
+        violation(w, "%s: rep_stop failed", n->id);
     rep_free(n->rp);
     n->rp = NULL;
     store_free(n->st);
     n->st = NULL;
+    if (power) wal_cut(w, n, power == 2);
     n->up = 0;
     n->inc++;
     n->paused_until = n->cut_until = 0;
@@ -519,64 +737,33 @@ static void ev_restart(sim *w, ev *e) {
 static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, const char *val,
                          int moved, const pendw *pw);
 
-/* The end of a node's turn: write it out, seal the batches, let the
- * leader's data messages go, sync, release what is committed, then let the
- * other messages go. (The sync is instantaneous here and a crash keeps
- * every written byte: docs/replication.md, "The write path's order in the
- * simulator", for what is not modelled yet.) */
-static void node_turn_end(sim *w, snode *n) {
-    if (!n->up) return;
-    int arm = n->fail_next_sync;
-    char err[64];
-    if (arm) (void)failpoint_set("store.turn_write", "error", err, sizeof err);
-    /* As rep_uv.c's node_rep_presync, then before_flush: the turn written
-     * (not yet durable), the batches sealed, the leader's data messages
-     * out, then the sync; replies and the follower's SUB/ACK only after. */
-    int rc = store_write_turn(n->st);
-    if (arm) {
-        (void)failpoint_set("store.turn_write", "off", err, sizeof err);
-        n->fail_next_sync = 0;
-    }
-    if (rc) {
-        w->r->disk_errors++;
-        node_crash(w, n, "turn write failed");
-        return;
-    }
-    if ((rc = rep_turn_end(n->rp))) {
-        node_crash(w, n, "seal failed");
-        return;
-    }
-    size_t kept = 0;
-    for (size_t i = 0; i < n->nout; i++) {
-        ev *e = n->out[i];
-        if (e->kind == K_MSG && rep_msg_early(e->argc, (const char **)e->argv, e->len))
-            net_send(w, n->i, (int)e->u2, e);
-        else
-            n->out[kept++] = e;
-    }
-    n->nout = kept;
-    if ((rc = store_sync(n->st, NULL))) {
-        w->r->disk_errors++;
-        node_crash(w, n, "turn sync failed");
-        return;
-    }
+static void check_ack(sim *w, snode *n, const pendw *pw);
+static void ev_syncdone(sim *w, ev *e);
+static void ev_wcrash(sim *w, ev *e);
+
+/* The replies of committed turns (R4 checked as each leaves). */
+static void release_replies(sim *w, snode *n) {
     size_t k = 0;
     for (size_t i = 0; i < n->npw; i++) {
         pendw *pw = &n->pw[i];
         int leading = rep_role(n->rp, pw->p) == REP_LEADER && rep_epoch(n->rp, pw->p) == pw->epoch;
-        if (leading && !pw->pos) {
-            pw->pos = rep_end(n->rp, pw->p);
-            shadow *s = &n->sh[pw->p];
-            pw->hash = pw->pos < s->cap ? s->hash[pw->pos] : 0;
-        }
-        if (leading && pw->pos <= rep_committed(n->rp, pw->p)) {
+        if (leading && pw->pos && pw->pos <= rep_committed(n->rp, pw->p)) {
+            check_ack(w, n, pw);
             reply_client(w, n, pw->client, pw->gen, 0, NULL, -1, pw);
             continue;
         }
         if (leading) n->pw[k++] = *pw; /* else: never acknowledged; the client times out */
     }
     n->npw = k;
-    for (size_t i = 0; i < n->nout; i++) {
+}
+
+/* The turn's second half, once its fsync completed: replies of committed
+ * turns, then the other messages (ACK, SUB, ISR proposals, heartbeats,
+ * RESIGN replies) queued before the fsync began (nsend of them; later ones,
+ * queued during an asynchronous fsync - a mutation - wait for the next). */
+static void turn_finish(sim *w, snode *n, size_t nsend) {
+    release_replies(w, n);
+    for (size_t i = 0; i < nsend; i++) {
         ev *e = n->out[i];
         if (e->kind == K_MSG)
             net_send(w, n->i, (int)e->u2, e);
@@ -589,7 +776,139 @@ static void node_turn_end(sim *w, snode *n) {
         } else
             net_send(w, n->i, -1, e);
     }
-    n->nout = 0;
+    memmove(n->out, n->out + nsend, (n->nout - nsend) * sizeof *n->out);
+    n->nout -= nsend;
+}
+
+/* A message that may leave before the turn's fsync: the leader's data
+ * (rep_msg_early); with REPSIM_MUT_EARLY_ACK also the follower's ACK. */
+static int leaves_early(sim *w, const ev *e) {
+    if (e->kind != K_MSG) return 0;
+    if (rep_msg_early(e->argc, (const char **)e->argv, e->len)) return 1;
+    return (w->o.coord_mutations & REPSIM_MUT_EARLY_ACK) && e->argc > 0 &&
+           strcmp(e->argv[0], "KEEL.REP.ACK") == 0;
+}
+
+/* The end of a node's turn, in rep_uv.c's order (node_rep_presync, then
+ * before_flush): the turn written (not yet durable), the batches sealed,
+ * the leader's data messages out (early: not for a tick, which syncs
+ * before it sends, as on_tick), the turn handed to the OS; then, if that
+ * left anything unsynced, the fsync window: 0.1-2 ms, one in twenty 3-30 ms
+ * longer, during which the node runs nothing (the loop thread blocks in
+ * fsync), and only at its end (ev_syncdone) the replies and the other
+ * messages. A failed turn write stops the node with its replies unsent. */
+static void node_turn_end(sim *w, snode *n, int early) {
+    if (!n->up) return;
+    int arm = n->fail_next_sync;
+    char err[64];
+    if (arm) (void)failpoint_set("store.turn_write", "error", err, sizeof err);
+    int rc = store_write_turn(n->st);
+    if (arm) {
+        (void)failpoint_set("store.turn_write", "off", err, sizeof err);
+        n->fail_next_sync = 0;
+    }
+    if (rc) {
+        w->r->disk_errors++;
+        node_crash(w, n, "turn write failed", 1);
+        return;
+    }
+    if ((rc = rep_turn_end(n->rp))) {
+        node_crash(w, n, "seal failed", 1);
+        return;
+    }
+    size_t kept = 0, sent = 0;
+    for (size_t i = 0; i < n->nout; i++) {
+        ev *e = n->out[i];
+        if (early && leaves_early(w, e)) {
+            net_send(w, n->i, (int)e->u2, e);
+            sent++;
+        } else {
+            n->out[kept++] = e;
+        }
+    }
+    n->nout = kept;
+    for (size_t i = 0; i < n->npw; i++) { /* this turn's writes get the turn's position */
+        pendw *pw = &n->pw[i];
+        if (pw->pos || rep_role(n->rp, pw->p) != REP_LEADER || rep_epoch(n->rp, pw->p) != pw->epoch)
+            continue;
+        pw->pos = rep_end(n->rp, pw->p);
+        pw->hash = sh_at(&n->sh[pw->p], pw->pos);
+        sclient *c = &w->clients[pw->client];
+        if (pw->hash && c->gen == pw->gen) reg_add(w, pw->p, pw->hash, c->key, c->val);
+    }
+    if ((rc = store_sync(n->st, NULL))) { /* --fsync no: to the OS, the fsync is the window */
+        w->r->disk_errors++;
+        node_crash(w, n, "turn sync failed", 1);
+        return;
+    }
+    if (w->o.coord_mutations & REPSIM_MUT_REPLY_BEFORE_SYNC) release_replies(w, n);
+    if (n->win_open) { /* REPSIM_MUT_REPLY_BEFORE_SYNC only: a later fsync covers it */
+        n->win_more = 1;
+        return;
+    }
+    char name[64];
+    uint64_t size;
+    wal_newest(n->dir, name, sizeof name, &size);
+    if (!n->npend && strcmp(name, n->wal) == 0 && size <= n->wal_synced) {
+        turn_finish(w, n, n->nout); /* nothing to fsync */
+        return;
+    }
+    uint64_t d = rnd_in(w, 100, 2000);
+    if (chance(w, 50)) d += rnd_in(w, 3000, 30000);
+    n->win_open = 1;
+    n->win_tag = n->apply_tag++;
+    n->win_size = size;
+    n->win_nout = n->nout;
+    snprintf(n->win_wal, sizeof n->win_wal, "%s", name);
+    n->sync_until = w->now + d;
+    w->r->sync_windows++;
+    if (w->o.verbose > 1)
+        trace(w, "%s fsync window %llu until %.6f (%zu positions unsynced, %zu messages sent)",
+              n->id, (unsigned long long)n->win_tag, n->sync_until / 1e6, n->npend, sent);
+    ev *e = ev_new(w, K_SYNCDONE, n->sync_until, n->i, ev_syncdone);
+    schedule(w, e);
+    /* The armed fault: power goes inside this window, best one whose batches
+     * already left (a follower may apply them before the leader's tail is
+     * synced), else any window once armed for 300 ms. */
+    if (n->crash_arm && (sent || w->now - n->arm_at > 300000)) {
+        n->crash_arm = 0;
+        ev *c = ev_new(w, K_WCRASH, w->now + rnd_in(w, d / 2, d - 1), -1, ev_wcrash);
+        c->a = n->i;
+        c->b = n->inc;
+        c->u = n->win_tag;
+        schedule(w, c);
+    }
+}
+
+/* A node's fsync window ends: its turn is durable; the second half runs. */
+static void ev_syncdone(sim *w, ev *e) {
+    snode *n = &w->nodes[e->node];
+    if (!n->win_open) return;
+    n->win_open = 0;
+    n->sync_until = 0;
+    if (strcmp(n->wal, n->win_wal) != 0 || n->win_size > n->wal_synced) {
+        snprintf(n->wal, sizeof n->wal, "%s", n->win_wal);
+        n->wal_synced = n->win_size;
+    }
+    sh_synced(n, n->win_tag);
+    if (w->o.verbose > 1)
+        trace(w, "%s fsync window %llu done, %zu unsynced", n->id, (unsigned long long)n->win_tag,
+              n->npend);
+    turn_finish(w, n, n->win_nout);
+    if (n->win_more) { /* written during the window: its own fsync now */
+        n->win_more = 0;
+        node_turn_end(w, n, 0);
+    }
+}
+
+/* Power loss inside the window it was armed for (if the node is still in
+ * it, and no other node is down). */
+static void ev_wcrash(sim *w, ev *e) {
+    snode *n = &w->nodes[e->a];
+    if (!n->up || n->inc != e->b || !n->win_open || n->win_tag != e->u) return;
+    if (w->down || w->ho_node == n->i) return;
+    w->r->window_crashes++;
+    node_crash(w, n, "power loss inside the fsync window", 2);
 }
 
 /* ---- Node events --------------------------------------------------------------------- */
@@ -598,14 +917,14 @@ static void ev_msg(sim *w, ev *e) {
     snode *n = &w->nodes[e->node];
     if (e->u != w->conn_gen[e->a][n->i]) return; /* the connection broke meanwhile */
     int rc = rep_message(n->rp, w->nodes[e->a].id, e->argc, (const char **)e->argv, e->len);
-    if (rc && rc != KEEL_EPROTO) node_crash(w, n, "store error in a message");
+    if (rc && rc != KEEL_EPROTO) node_crash(w, n, "store error in a message", 1);
 }
 
 static void resign_tick(sim *w, snode *n);
 
 static void ev_tick(sim *w, ev *e) {
     snode *n = &w->nodes[e->node];
-    if (rep_tick(n->rp)) node_crash(w, n, "store error in a tick");
+    if (rep_tick(n->rp)) node_crash(w, n, "store error in a tick", 1);
     if (n->up) resign_tick(w, n);
     if (n->up) node_timer(w, n, K_TICK, ev_tick, REP_TICK_MS);
 }
@@ -684,7 +1003,7 @@ static void node_apply_map(sim *w, snode *n, const cmap *m) {
         int was = rep_role(n->rp, p);
         uint64_t old = rep_epoch(n->rp, p);
         if (rep_configure(n->rp, p, &rc)) {
-            node_crash(w, n, "store error in configure");
+            node_crash(w, n, "store error in configure", 1);
             return;
         }
         uint64_t now_e = rep_epoch(n->rp, p);
@@ -1277,7 +1596,7 @@ static void handoff_tick(sim *w) {
         w->r->handoff_left += w->cm.part[p].leader == w->ho_node;
     }
     w->ho_node = -1;
-    if (n->up && n->inc == w->ho_inc) node_crash(w, n, "SIGTERM, after the hand-off");
+    if (n->up && n->inc == w->ho_inc) node_crash(w, n, "SIGTERM, after the hand-off", 0);
 }
 
 static void moves_tick(sim *w) {
@@ -1409,6 +1728,51 @@ static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, c
     send_from(n, e);
 }
 
+/* R4, as the reply of an acknowledged write leaves its leader n: the
+ * write's position, with its contents, is durable (applied, and covered by
+ * a completed fsync) on at least min_insync replicas and on every member
+ * of the coordinator's ISR; and every ISR member's log agrees with the
+ * leader's at every position up to it (past the later of their full
+ * copies): a member that lacks a batch the leader holds, or holds one the
+ * leader lacks or holds otherwise, would answer with a different history
+ * once it leads. */
+static void check_ack(sim *w, snode *n, const pendw *pw) {
+    const cpart *cp = &w->cm.part[pw->p];
+    const shadow *ls = &n->sh[pw->p];
+    int holders = 0;
+    for (int k = 0; k < cp->nrep && !w->r->violation; k++) {
+        int j = cp->rep[k];
+        const shadow *s = &w->nodes[j].sh[pw->p];
+        int h = sh_durable(s, pw->pos, pw->hash);
+        holders += h;
+        if (!(cp->isr & (1u << j))) continue;
+        if (!h) {
+            violation(w,
+                      "R4: %s acknowledged at position %llu of partition %u, which ISR member %s "
+                      "does not hold durably (%s)",
+                      w->clients[pw->client].key, (unsigned long long)pw->pos, pw->p, nid(w, j),
+                      sh_holds(s, pw->pos, pw->hash) ? "not yet synced" : "absent");
+            return;
+        }
+        if (j == n->i) continue;
+        uint64_t from = (s->base > ls->base ? s->base : ls->base) + 1;
+        for (uint64_t q = from; q < pw->pos; q++)
+            if (sh_at(s, q) != sh_at(ls, q)) {
+                violation(w,
+                          "R4: ISR member %s and leader %s of partition %u disagree at position "
+                          "%llu (%s there, %s here) below acknowledged %llu",
+                          nid(w, j), n->id, pw->p, (unsigned long long)q,
+                          sh_at(s, q) ? "held" : "absent", sh_at(ls, q) ? "held" : "absent",
+                          (unsigned long long)pw->pos);
+                return;
+            }
+    }
+    if (holders < MIN_INSYNC && !w->r->violation)
+        violation(w, "R4: %s acknowledged with %d durable cop%s of position %llu (min_insync %d)",
+                  w->clients[pw->client].key, holders, holders == 1 ? "y" : "ies",
+                  (unsigned long long)pw->pos, MIN_INSYNC);
+}
+
 static void ev_cretry(sim *w, ev *e) {
     sclient *c = &w->clients[e->a];
     if (e->u == c->gen && c->busy) client_send(w, c);
@@ -1426,25 +1790,6 @@ static void ev_crep(sim *w, ev *e) {
                 violation(w, "R3: read of acknowledged %s at leader %s returned %s", a->key,
                           nid(w, (int)e->u4), e->s1[0] ? e->s2 : "nil");
         } else {
-            /* R4: the write's position is held by min_insync replicas and by
-             * every member of the coordinator's ISR. */
-            uint64_t pos = e->u2, hash = e->u3;
-            const cpart *cp = &w->cm.part[c->p];
-            int holders = 0;
-            for (int k = 0; k < cp->nrep; k++) {
-                int j = cp->rep[k];
-                int h = sh_holds(&w->nodes[j].sh[c->p], pos, hash);
-                holders += h;
-                if (!h && (cp->isr & (1u << j)))
-                    violation(w,
-                              "R4: %s acknowledged at position %llu of partition %u, which "
-                              "ISR member %s does not hold",
-                              c->key, (unsigned long long)pos, c->p, nid(w, j));
-            }
-            if (holders < MIN_INSYNC)
-                violation(w, "R4: %s acknowledged with %d cop%s of position %llu (min_insync %d)",
-                          c->key, holders, holders == 1 ? "y" : "ies", (unsigned long long)pos,
-                          MIN_INSYNC);
             if (w->nacks == w->capacks) {
                 w->capacks = w->capacks ? w->capacks * 2 : 4096;
                 w->acks = realloc(w->acks, w->capacks * sizeof *w->acks);
@@ -1491,10 +1836,18 @@ static void ev_fault(sim *w, ev *e) {
             if (v >= 0) n = &w->nodes[v];
         }
         if (n->up && w->down == 0 && w->ho_node < 0) {
-            if (chance(w, 300))
+            if (chance(w, 300)) {
                 handoff_start(w, n); /* a graceful stop */
-            else
-                node_crash(w, n, "fault");
+            } else if (chance(w, 700)) {
+                /* Power loss inside the node's next fsync window (node_turn_end),
+                 * most often a leader's: its batches left, its tail unsynced. */
+                if (chance(w, 700)) n = &w->nodes[w->cm.part[rnd(w) % P].leader];
+                n->crash_arm = 1;
+                n->arm_at = w->now;
+                trace(w, "%s armed: power loss in its next fsync window", n->id);
+            } else {
+                node_crash(w, n, "power loss", 1);
+            }
         }
     } else if (f < 34) {
         int j = (int)(rnd(w) % (uint64_t)w->n);
@@ -1667,6 +2020,8 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
     if (w->n < 3) w->n = 3;
     if (w->n > MAXN) w->n = MAXN;
     w->ho_node = -1;
+    for (size_t b = 0; b < REG_BUCKETS; b++)
+        w->rbuck[b] = SIZE_MAX;
     w->fault_end = (o->fault_ms ? o->fault_ms : 6000) * 1000ull;
     w->end = w->fault_end + SETTLE_MS * 1000ull;
     const char *base = o->dir                          ? o->dir
@@ -1744,11 +2099,19 @@ int repsim_run(const repsim_opts *o, repsim_result *r) {
                 schedule(w, e);
                 continue;
             }
+            /* In its fsync window the loop thread blocks: the rest waits
+             * (unless the fsync is made asynchronous, a mutation). */
+            if (e->kind != K_SYNCDONE && n->win_open &&
+                !(o->coord_mutations & REPSIM_MUT_REPLY_BEFORE_SYNC)) {
+                e->at = n->sync_until;
+                schedule(w, e);
+                continue;
+            }
             if (e->kind == K_PEERDOWN)
                 rep_peer_down(n->rp, w->nodes[e->a].id);
             else
                 e->fn(w, e);
-            node_turn_end(w, n);
+            if (e->kind != K_SYNCDONE) node_turn_end(w, n, e->kind != K_TICK);
         } else {
             e->fn(w, e);
         }
@@ -1777,17 +2140,20 @@ done:
             ev_free(n->out[k]);
         free(n->out);
         free(n->pw);
+        free(n->pend);
         rep_free(n->rp);
         store_free(n->st);
         for (unsigned p = 0; p < P; p++) {
             free(n->sh[p].hash);
             free(n->sh[p].epoch);
+            free(n->sh[p].pend);
         }
     }
     while (w->q.n)
         ev_free(heap_pop(w));
     simkit_queue_free(&w->q);
     free(w->acks);
+    free(w->reg);
     free(w);
     rm_rf(root);
     return rc;

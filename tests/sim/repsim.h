@@ -6,7 +6,9 @@
  * (node/rep_engine.h) over a real RocksDB store (in /dev/shm when present);
  * only the environment is simulated - clock (per-node skew and forward
  * steps), timers, network (delays, bursts, dropped connections), crashes,
- * pauses, a cut between a node and the coordinator, failed turn writes. The
+ * pauses, a cut between a node and the coordinator, failed turn writes;
+ * every crash is a power loss (the newest WAL cut between its synced size
+ * and its end; each turn's fsync a window the node blocks in). The
  * coordinator model holds replicas, ISR, leader epoch and partition epoch per
  * partition; it commits ISR changes by compare-and-set on the partition
  * epoch, shrinks the ISR of down or restarted followers, grants leases with
@@ -19,9 +21,11 @@
  *   R5  no position applied twice on a node with different contents, and
  *       the leader epochs along a node's log never go down; the epoch a
  *       node knows for a partition never goes down within its life;
- * when a write is acknowledged to a client:
+ * when the reply of a write leaves its leader:
  *   R4  at least min_insync replicas hold its position (with its contents)
- *       and so does every member of the coordinator's ISR;
+ *       durably - covered by a completed fsync - and so does every member
+ *       of the coordinator's ISR, whose logs agree with the leader's at
+ *       every position below it;
  * when a node may first serve a partition in a leader epoch (has a lease):
  *   R2  every acknowledged write of the partition is in its store;
  * on every read:
@@ -47,8 +51,13 @@ enum {
     REPSIM_MUT_COMMIT_BEFORE_RESIGN = 1 << 2, /* commit a transfer without RESIGN's OK */
     REPSIM_MUT_TRANSFER_NON_ISR = 1 << 3,     /* transfer to a replica outside the ISR */
     REPSIM_MUT_WRITE_AFTER_RESIGN = 1 << 4,   /* the old leader keeps taking writes in RESIGN */
-    REPSIM_MUT_READ_AFTER_RESIGN = 1 << 5     /* ... keeps serving reads after RESIGN OK (the
+    REPSIM_MUT_READ_AFTER_RESIGN = 1 << 5,    /* ... keeps serving reads after RESIGN OK (the
                                                * binding before the fix: seed 2000, R3) */
+    /* The binding's turn end (rep_uv.c): */
+    REPSIM_MUT_EARLY_ACK = 1 << 6,        /* a follower's ACK leaves with the early messages, before
+                                           * its own fsync */
+    REPSIM_MUT_REPLY_BEFORE_SYNC = 1 << 7 /* the fsync runs asynchronously and replies of
+                                           * committed turns leave before it completes */
 };
 
 typedef struct repsim_opts {
@@ -71,6 +80,11 @@ typedef struct repsim_result {
     unsigned moves, moves_done, moves_aborted, transfers, resigns, resign_errors;
     unsigned reelections;            /* a move that gave up after RESIGN OK re-elected the leader */
     unsigned handoffs, handoff_left; /* SIGTERM hand-offs; partitions still led at the stop */
+    /* Power loss: fsync windows, power losses inside one (the armed fault),
+     * crashes that cut unsynced WAL bytes and how many, positions a cut took
+     * from a node (applied, not yet synced, gone after the restart). */
+    unsigned sync_windows, window_crashes, power_cuts, positions_lost;
+    uint64_t bytes_cut;
 } repsim_result;
 
 /* Runs one simulation. 0 (see r->violation), or -1 if the simulator itself

@@ -17,6 +17,15 @@
  *                   (the follower is STREAMING and will not ask again) leaves
  *                   the copy wanted: once the map has the follower out, the
  *                   leader copies it on its own and later writes reach it
+ *   power_loss_leader_claimed_lost_batch
+ *                   a leader loses power after its batch left (a follower
+ *                   applied it) but before its fsync: restarted, its log
+ *                   ends at what its data holds (the record's lo), and the
+ *                   follower, now leading, streams the lost batch back
+ *   power_loss_releader_kept_follower_tail
+ *                   the same leader, restarted, leads again while the
+ *                   follower holds the batch it lost: the follower truncates
+ *                   (by copy) instead of keeping records the leader lacks
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -324,6 +333,95 @@ static int queued(const char *cmd, int to) {
     return n;
 }
 
+/* Epoch 1: n0 leads p with ISR {n0, n1, n2}; k1 = v1 at position 1 on all
+ * three; then n0 writes k2 = v2 at position 2, n1 applies it, n2 misses it,
+ * and n0 loses power before its turn's fsync: it restarts on the disk image
+ * of its last fsync (the synced prefix of its WAL; nothing of turn 2). */
+static unsigned n0_loses_position_2(const char *k1, const char *k2) {
+    unsigned p = part_of(k1);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 7u);
+    pump(-1);
+    put(0, k1, "v1");
+    /* A leader's turn as before_flush runs it (node_rep_presync): written,
+     * sealed (its record goes to the WAL unsynced), then the fsync. */
+    assert_int_equal(store_write_turn(nodes[0].st), 0);
+    assert_int_equal(rep_turn_end(nodes[0].rp), 0);
+    assert_int_equal(store_sync(nodes[0].st, NULL), 0);
+    pump(-1);
+    assert_int_equal(rep_committed(nodes[0].rp, p), 1);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "cp -a %s %s.synced", nodes[0].dir, nodes[0].dir);
+    assert_int_equal(system(cmd), 0); /* what an fsync made durable, and nothing since */
+    put(0, k2, "v2");
+    assert_int_equal(store_write_turn(nodes[0].st), 0); /* node_rep_presync: written, */
+    assert_int_equal(rep_turn_end(nodes[0].rp), 0);     /* sealed, and APPEND 2 out */
+    assert_int_equal(rep_end(nodes[0].rp, p), 2);
+    pump(2);
+    assert_true(has(1, k2, "v2"));
+    close_node(0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mv %s.synced %s", nodes[0].dir, nodes[0].dir,
+             nodes[0].dir);
+    assert_int_equal(system(cmd), 0);
+    open_node(0);
+    assert_false(has(0, k2, "v2")); /* the batch is gone from its data */
+    return p;
+}
+
+/* A key of partition p other than k (buf of 16). */
+static const char *key_in(unsigned p, const char *k, char *buf) {
+    for (int i = 0;; i++) {
+        snprintf(buf, 16, "key%d", i);
+        if (part_of(buf) == p && strcmp(buf, k) != 0) return buf;
+    }
+}
+
+/* Ticks and delivers (re-subscriptions, copies) a few rounds. */
+static void settle(void) {
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 3; i++) {
+            nodes[i].now += 300000;
+            assert_int_equal(rep_tick(nodes[i].rp), 0);
+            turn_end(i);
+        }
+        pump(-1);
+    }
+}
+
+static void test_power_loss_leader_claimed_lost_batch(void **state) {
+    (void)state;
+    char b[16];
+    const char *k1 = "alpha", *k2 = key_in(part_of(k1), k1, b);
+    unsigned p = n0_loses_position_2(k1, k2);
+    /* What its data surely holds: position 1 (the rule before the fix took
+     * the record's hi, 2, and claimed the lost batch). */
+    assert_int_equal(rep_end(nodes[0].rp, p), 1);
+    /* n1 (holding position 2) leads epoch 2; n0 follows it. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 2, 2, 1, 2u);
+    settle();
+    assert_true(has(0, k2, "v2")); /* streamed back (before the fix: never sent) */
+    assert_int_equal(rep_end(nodes[0].rp, p), rep_end(nodes[1].rp, p));
+}
+
+static void test_power_loss_releader_kept_follower_tail(void **state) {
+    (void)state;
+    char b[16];
+    const char *k1 = "alpha", *k2 = key_in(part_of(k1), k1, b);
+    unsigned p = n0_loses_position_2(k1, k2);
+    /* n0 is re-elected (the ISR's only member) while n1 holds position 2 of
+     * epoch 1, which n0 lost: n1 must not keep it. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 2, 2, 0, 1u);
+    settle();
+    rep_stats s;
+    rep_get_stats(nodes[1].rp, &s);
+    assert_true(s.truncations >= 1);
+    assert_false(has(1, k2, "v2")); /* n0's data, not the tail n0 lost (before the fix: kept) */
+    assert_true(has(1, k1, "v1"));
+    assert_int_equal(rep_end(nodes[1].rp, p), rep_end(nodes[0].rp, p));
+}
+
 /* Epoch 1: n0 leads p with ISR {n0, n2}; n1 misses the write of k = v1. */
 static void epoch1_n1_behind(unsigned p, const char *k) {
     for (int i = 0; i < 3; i++)
@@ -451,6 +549,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_storm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_sub, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_power_loss_leader_claimed_lost_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_power_loss_releader_kept_follower_tail, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

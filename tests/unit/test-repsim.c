@@ -61,10 +61,15 @@ static void test_ci_seeds(void **state) {
     unsigned crashes = 0, cuts = 0, pauses = 0;
     unsigned moves = 0, done = 0, aborted = 0, transfers = 0, resigns = 0, resign_err = 0;
     unsigned handoffs = 0, ho_left = 0, reelect = 0;
+    unsigned windows = 0, wcrashes = 0, cuts_pl = 0, lost_pos = 0;
+    uint64_t bytes_cut = 0;
     for (unsigned i = 0; i < n; i++) {
         uint64_t seed = one ? strtoull(one, NULL, 10) : 2000 + i;
         repsim_result r;
-        assert_int_equal(run(seed, 0, 0, &r), 0);
+        /* REPSIM_NODE_MUT / REPSIM_COORD_MUT (numbers): replay a mutation's seed */
+        unsigned nm = getenv("REPSIM_NODE_MUT") ? (unsigned)atoi(getenv("REPSIM_NODE_MUT")) : 0;
+        unsigned cm = getenv("REPSIM_COORD_MUT") ? (unsigned)atoi(getenv("REPSIM_COORD_MUT")) : 0;
+        assert_int_equal(run(seed, nm, cm, &r), 0);
         if (r.violation) fail_msg("%s", r.what);
         events += r.events, acked += r.writes_acked, reads += r.reads_checked;
         faults += r.faults, sim_ms += r.sim_ms;
@@ -74,6 +79,8 @@ static void test_ci_seeds(void **state) {
         moves += r.moves, done += r.moves_done, aborted += r.moves_aborted;
         transfers += r.transfers, resigns += r.resigns, resign_err += r.resign_errors;
         handoffs += r.handoffs, ho_left += r.handoff_left, reelect += r.reelections;
+        windows += r.sync_windows, wcrashes += r.window_crashes, cuts_pl += r.power_cuts;
+        lost_pos += r.positions_lost, bytes_cut += r.bytes_cut;
         assert_true(r.writes_acked > 0);
         assert_true(r.reads_checked > 0);
     }
@@ -84,17 +91,22 @@ static void test_ci_seeds(void **state) {
         assert_true(copies > 0 && truncs > 0); /* catch-up by copy, truncation */
         /* replica moves finish and abort, leaderships are transferred */
         assert_true(done > 0 && aborted > 0 && transfers > 0);
+        /* power losses inside fsync windows that cut an unsynced WAL tail */
+        assert_true(wcrashes > 0 && cuts_pl > 0 && lost_pos > 0);
     }
     printf("repsim: %u seeds in %.1f s wall (%.0f seeds/min): %llu events, %llu writes acked, "
            "%llu reads checked, %llu faults (%u crashes, %u coordinator cuts, %u pauses), "
            "%u failovers, ISR %u shrinks / %u expands, %u full copies, %u truncations, "
            "%u NOREPLICAS, %.0f s simulated; %u replica moves (%u done, %u aborted), %u leadership "
            "transfers, %u RESIGNs (%u refused or timed out), %u re-elections after a RESIGN OK, "
-           "%u SIGTERM hand-offs (%u partitions still led at the stop)\n",
+           "%u SIGTERM hand-offs (%u partitions still led at the stop); %u fsync windows, "
+           "%u power losses inside one, %u WAL cuts (%llu unsynced bytes lost, %u positions "
+           "applied and lost)\n",
            n, dt, n / dt * 60, (unsigned long long)events, (unsigned long long)acked,
            (unsigned long long)reads, (unsigned long long)faults, crashes, cuts, pauses, failovers,
            shrinks, expands, copies, truncs, norep, sim_ms / 1e3, moves, done, aborted, transfers,
-           resigns, resign_err, reelect, handoffs, ho_left);
+           resigns, resign_err, reelect, handoffs, ho_left, windows, wcrashes, cuts_pl,
+           (unsigned long long)bytes_cut, lost_pos);
 }
 
 static void test_replay(void **state) {
@@ -141,6 +153,23 @@ static void test_mutation_promote_non_isr(void **state) {
 static void test_mutation_no_truncate(void **state) {
     (void)state;
     caught("skip-the-truncation", REP_MUT_NO_TRUNCATE, 0);
+}
+
+/* The restore rule before the power-loss fix (docs/replication.md "Power
+ * loss"): found first at seed 2013 on the unfixed engine. */
+static void test_mutation_restore_hi(void **state) {
+    (void)state;
+    caught("restore-a-leader's-end-at-hi", REP_MUT_RESTORE_HI, 0);
+}
+
+static void test_mutation_early_ack(void **state) {
+    (void)state;
+    caught("follower-ACK-before-its-fsync", 0, REPSIM_MUT_EARLY_ACK);
+}
+
+static void test_mutation_reply_before_sync(void **state) {
+    (void)state;
+    caught("replies-before-the-leader's-fsync", 0, REPSIM_MUT_REPLY_BEFORE_SYNC);
 }
 
 static void test_mutation_no_lease(void **state) {
@@ -210,6 +239,8 @@ static void test_soak(void **state) {
 
 int main(void) {
     keel_log_set_level(KEEL_LOG_ERROR + 1); /* the engines' logs are not the test's output */
+    /* REPSIM_TEST=test_ci_seeds (a cmocka filter, * allowed): only those. */
+    if (getenv("REPSIM_TEST")) cmocka_set_test_filter(getenv("REPSIM_TEST"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ci_seeds),
         cmocka_unit_test(test_replay),
@@ -217,6 +248,9 @@ int main(void) {
         cmocka_unit_test(test_mutation_promote_non_isr),
         cmocka_unit_test(test_mutation_no_truncate),
         cmocka_unit_test(test_mutation_no_lease),
+        cmocka_unit_test(test_mutation_restore_hi),
+        cmocka_unit_test(test_mutation_early_ack),
+        cmocka_unit_test(test_mutation_reply_before_sync),
         cmocka_unit_test(test_mutation_remove_before_isr),
         cmocka_unit_test(test_mutation_commit_before_resign),
         cmocka_unit_test(test_mutation_transfer_non_isr),
