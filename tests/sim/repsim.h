@@ -71,6 +71,10 @@ typedef struct repsim_result {
     unsigned moves, moves_done, moves_aborted, transfers, resigns, resign_errors;
     unsigned reelections;            /* a move that gave up after RESIGN OK re-elected the leader */
     unsigned handoffs, handoff_left; /* SIGTERM hand-offs; partitions still led at the stop */
+    /* Client requests a follower answered REP_EHANDOFF (-TRYAGAIN, not a
+     * redirect back to the leader that resigned), and those the resigned
+     * leader sent to its RESIGN's target. */
+    unsigned handoff_tryagain, handoff_moved;
 } repsim_result;
 
 /* Runs one simulation. 0 (see r->violation), or -1 if the simulator itself

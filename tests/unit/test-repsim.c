@@ -60,7 +60,7 @@ static void test_ci_seeds(void **state) {
     unsigned failovers = 0, shrinks = 0, expands = 0, copies = 0, truncs = 0, norep = 0;
     unsigned crashes = 0, cuts = 0, pauses = 0;
     unsigned moves = 0, done = 0, aborted = 0, transfers = 0, resigns = 0, resign_err = 0;
-    unsigned handoffs = 0, ho_left = 0, reelect = 0;
+    unsigned handoffs = 0, ho_left = 0, reelect = 0, ho_moved = 0, ho_tryagain = 0;
     for (unsigned i = 0; i < n; i++) {
         uint64_t seed = one ? strtoull(one, NULL, 10) : 2000 + i;
         repsim_result r;
@@ -74,6 +74,7 @@ static void test_ci_seeds(void **state) {
         moves += r.moves, done += r.moves_done, aborted += r.moves_aborted;
         transfers += r.transfers, resigns += r.resigns, resign_err += r.resign_errors;
         handoffs += r.handoffs, ho_left += r.handoff_left, reelect += r.reelections;
+        ho_moved += r.handoff_moved, ho_tryagain += r.handoff_tryagain;
         assert_true(r.writes_acked > 0);
         assert_true(r.reads_checked > 0);
     }
@@ -84,17 +85,20 @@ static void test_ci_seeds(void **state) {
         assert_true(copies > 0 && truncs > 0); /* catch-up by copy, truncation */
         /* replica moves finish and abort, leaderships are transferred */
         assert_true(done > 0 && aborted > 0 && transfers > 0);
+        /* a resigned leader redirects to its target, which says TRYAGAIN */
+        assert_true(ho_moved > 0 && ho_tryagain > 0);
     }
     printf("repsim: %u seeds in %.1f s wall (%.0f seeds/min): %llu events, %llu writes acked, "
            "%llu reads checked, %llu faults (%u crashes, %u coordinator cuts, %u pauses), "
            "%u failovers, ISR %u shrinks / %u expands, %u full copies, %u truncations, "
            "%u NOREPLICAS, %.0f s simulated; %u replica moves (%u done, %u aborted), %u leadership "
            "transfers, %u RESIGNs (%u refused or timed out), %u re-elections after a RESIGN OK, "
-           "%u SIGTERM hand-offs (%u partitions still led at the stop)\n",
+           "%u SIGTERM hand-offs (%u partitions still led at the stop), %u requests sent on by a "
+           "resigned leader, %u TRYAGAIN from followers told of the resignation\n",
            n, dt, n / dt * 60, (unsigned long long)events, (unsigned long long)acked,
            (unsigned long long)reads, (unsigned long long)faults, crashes, cuts, pauses, failovers,
            shrinks, expands, copies, truncs, norep, sim_ms / 1e3, moves, done, aborted, transfers,
-           resigns, resign_err, reelect, handoffs, ho_left);
+           resigns, resign_err, reelect, handoffs, ho_left, ho_moved, ho_tryagain);
 }
 
 static void test_replay(void **state) {
