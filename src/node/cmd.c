@@ -256,9 +256,9 @@ int cmd_route(cmd_ctx *x, int *held) {
         /* RF > 1 (node/rep_uv.h): the leader's lease and ISR; reads at a
          * follower for READONLY connections. RF 1 passes straight on. */
         node_conn *nc = x->c->user;
-        int follower_read, v = node_rep_route(x->srv->rep, r.partition, r.kind == ROUTE_SERVE,
-                                              x->writes, nc && nc->readonly, x->out,
-                                              &follower_read);
+        int follower_read,
+            v = node_rep_route(x->srv->rep, r.partition, x->slot, r.kind == ROUTE_SERVE, x->writes,
+                               nc && nc->readonly, x->out, &follower_read);
         if (v == NODE_REP_SERVE) return 1;
         if (v == NODE_REP_REPLIED) return 0;
     }

@@ -277,19 +277,33 @@ int rep_configure(rep *r, unsigned p, const rep_config *c) {
     pp->epoch = c->leader_epoch;
     snprintf(pp->leader, sizeof pp->leader, "%s", c->leader ? c->leader : "");
     pp->fstate = F_IDLE;
+    pp->resigned = 0; /* a new leader epoch: whoever leads now has not resigned */
     if (role == REP_LEADER) return leader_start(r, pp, c);
     if (role == REP_FOLLOWER) follower_start(r, pp);
     return 0;
 }
 
+/* Not the leader: REP_EHANDOFF while the leader's resignation holds. */
+static int not_leader(const rep *r, unsigned p) {
+    if (p >= r->nparts) return REP_ENOTLEADER;
+    const rep_part *pp = &r->parts[p];
+    return pp->role == REP_FOLLOWER && pp->resigned ? REP_EHANDOFF : REP_ENOTLEADER;
+}
+
 int rep_write_check(rep *r, unsigned p) {
-    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return REP_ENOTLEADER;
+    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return not_leader(r, p);
     return leader_can_write(r, &r->parts[p]);
 }
 
 int rep_read_check(rep *r, unsigned p) {
-    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return REP_ENOTLEADER;
+    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return not_leader(r, p);
     return leader_can_read(r, &r->parts[p]);
+}
+
+int rep_resign_announce(rep *r, unsigned p) {
+    if (p >= r->nparts || r->parts[p].role != REP_LEADER) return KEEL_EINVAL;
+    leader_announce_resign(r, &r->parts[p]);
+    return 0;
 }
 
 void rep_lease(rep *r, unsigned p, uint64_t leader_epoch, uint64_t sent_us) {
@@ -372,6 +386,9 @@ static int m_snap(msg *m) {
     return follower_on_snap(m->r, m->pp, m->n[2], m->n[3] != 0, m->n[4] != 0, m->argv[6], m->len[6],
                             m->argv[7], m->len[7]);
 }
+static int m_resigned(msg *m) {
+    return from_leader(m) ? follower_on_resigned(m->r, m->pp, m->n[2]) : 0;
+}
 static int m_append(msg *m) {
     if (!from_leader(m)) return 0;
     return follower_on_append(m->r, m->pp, m->n[2], m->n[3], m->argv[5], m->len[5]);
@@ -384,14 +401,15 @@ static const struct {
     int argc, nints;
     int (*fn)(msg *m);
 } msgs[] = {
-    {"KEEL.REP.SUB", 7, 6, m_sub},       {"KEEL.REP.ACK", 4, 3, m_ack},
-    {"KEEL.REP.STREAM", 4, 3, m_stream}, {"KEEL.REP.DIVERGED", 4, 3, m_diverged},
-    {"KEEL.REP.SNAP", 8, 5, m_snap},     {"KEEL.REP.APPEND", 6, 4, m_append},
+    {"KEEL.REP.SUB", 7, 6, m_sub},           {"KEEL.REP.ACK", 4, 3, m_ack},
+    {"KEEL.REP.STREAM", 4, 3, m_stream},     {"KEEL.REP.DIVERGED", 4, 3, m_diverged},
+    {"KEEL.REP.SNAP", 8, 5, m_snap},         {"KEEL.REP.APPEND", 6, 4, m_append},
+    {"KEEL.REP.RESIGNED", 4, 3, m_resigned},
 };
 
 int rep_msg_early(int argc, const char **argv, const size_t *len) {
     static const char *const names[] = {"KEEL.REP.APPEND", "KEEL.REP.STREAM", "KEEL.REP.SNAP",
-                                        "KEEL.REP.DIVERGED"};
+                                        "KEEL.REP.DIVERGED", "KEEL.REP.RESIGNED"};
     if (argc < 1) return 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (len[0] == strlen(names[i]) && memcmp(argv[0], names[i], len[0]) == 0) return 1;

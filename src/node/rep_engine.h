@@ -30,6 +30,9 @@
  *         epoch cache up to pos, on the first chunk), then batches from pos+1
  *   L->F  KEEL.REP.APPEND p leader-epoch batch-epoch pos records
  *   F->L  KEEL.REP.ACK p leader-epoch pos
+ *   L->F  KEEL.REP.RESIGNED p leader-epoch end
+ *         "I handed the leadership over (the binding answered RESIGN OK at
+ *         end): take no client to me in leader-epoch" (rep_resign_announce)
  * records are move_wire chunk records ([slot][klen][key][vlen][value]).
  *
  * Truncation (KIP-101): a follower of a new leader asks for the end E of the
@@ -88,9 +91,15 @@ enum { REP_NONE = 0, REP_LEADER, REP_FOLLOWER };
 /* What rep_write_check / rep_read_check say. */
 enum {
     REP_OK = 0,
-    REP_ENOTLEADER = 1, /* -MOVED to the leader the map names */
-    REP_ENOLEASE = 2,   /* the leader's lease ran out: -TRYAGAIN */
-    REP_ENOREPLICAS = 3 /* |ISR| < min_insync: -NOREPLICAS Not enough good replicas to write. */
+    REP_ENOTLEADER = 1,  /* -MOVED to the leader the map names */
+    REP_ENOLEASE = 2,    /* the leader's lease ran out: -TRYAGAIN */
+    REP_ENOREPLICAS = 3, /* |ISR| < min_insync: -NOREPLICAS Not enough good replicas to write. */
+    /* A follower whose leader announced its resignation in the leader epoch
+     * this node knows (KEEL.REP.RESIGNED): the map naming the next leader
+     * has not arrived. -TRYAGAIN, not -MOVED back to the leader that
+     * resigned (which sends its clients here: docs/replication.md
+     * "Rolling restart"). */
+    REP_EHANDOFF = 4
 };
 
 /* One partition's entry of the map. Strings are borrowed for the call. */
@@ -128,9 +137,18 @@ int rep_restore(rep *r);
  * KEEL_E* (a failed store call: the node stops). */
 int rep_configure(rep *r, unsigned p, const rep_config *c);
 
-/* May this node take a write / serve a read of p now? REP_OK or REP_E*. */
+/* May this node take a write / serve a read of p now? REP_OK or REP_E*:
+ * REP_ENOTLEADER for a follower or a non-replica, REP_EHANDOFF for a
+ * follower whose leader announced its resignation in this leader epoch. */
 int rep_write_check(rep *r, unsigned p);
 int rep_read_check(rep *r, unsigned p);
+/* At the leader of p, once the binding settled a leadership transfer on
+ * its side (KEEL.REP.RESIGN answered OK: it takes no more writes, and its
+ * end is acknowledged by the target): tells every follower
+ * (KEEL.REP.RESIGNED), which answers REP_EHANDOFF until a map with another
+ * leader epoch arrives. Returns 0, or KEEL_EINVAL if this node does not
+ * lead p. */
+int rep_resign_announce(rep *r, unsigned p);
 /* The leader's lease for p in leader epoch e, renewed by a heartbeat this
  * node sent at sent_us (its own clock): valid until sent_us + the lease
  * length. Ignored for another epoch. */
@@ -165,7 +183,8 @@ int rep_message(rep *r, const char *from, int argc, const char **argv, const siz
 /* 1 if a message the engines send is a leader's data message (APPEND,
  * STREAM, SNAP, DIVERGED): it claims nothing about the sender's durability
  * and may leave once the turn is written, before its sync. A follower's SUB
- * and ACK claim positions held durably: 0, they leave after the sync. Per
+ * and ACK claim positions held durably: 0, they leave after the sync; a
+ * leader's RESIGNED claims nothing either: 1. Per
  * partition all messages one node sends another are of one role, so each
  * partition's order is kept. */
 int rep_msg_early(int argc, const char **argv, const size_t *len);

@@ -198,6 +198,19 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
     return 0;
 }
 
+/* The leader handed p over (KEEL.REP.RESIGNED at its end): until the map
+ * names the next leader (rep_configure clears it), clients get
+ * REP_EHANDOFF here, not a redirect back to the leader that resigned. */
+int follower_on_resigned(rep *r, rep_part *pp, uint64_t end) {
+    (void)r;
+    if (!pp->resigned)
+        keel_log(KEEL_LOG_DEBUG, "rep_leader_resigned",
+                 "partition=%u epoch=%llu end=%llu held=%llu", pp->p, (unsigned long long)pp->epoch,
+                 (unsigned long long)end, (unsigned long long)pp->end);
+    pp->resigned = 1;
+    return 0;
+}
+
 void follower_peer_down(rep *r, rep_part *pp) {
     (void)r;
     pp->fstate = F_SUBSCRIBING;

@@ -74,6 +74,7 @@ typedef struct rep_part {
     int fstate;
     uint64_t sub_us; /* when the last SUB went */
     int want_copy;
+    int resigned; /* the leader announced its resignation in this epoch (REP_EHANDOFF) */
 } rep_part;
 
 struct rep {
@@ -124,6 +125,7 @@ void leader_peer_down(rep *r, rep_part *pp, const char *peer);
 int leader_tick(rep *r, rep_part *pp);
 int leader_can_write(rep *r, rep_part *pp);
 int leader_can_read(rep *r, rep_part *pp);
+void leader_announce_resign(rep *r, rep_part *pp);
 
 /* rep_follower.c */
 void follower_start(rep *r, rep_part *pp);
@@ -133,6 +135,7 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
                      size_t clen, const char *rec, size_t rlen);
 int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec,
                        size_t rlen);
+int follower_on_resigned(rep *r, rep_part *pp, uint64_t end);
 void follower_peer_down(rep *r, rep_part *pp);
 int follower_tick(rep *r, rep_part *pp);
 

@@ -523,6 +523,20 @@ int leader_tick(rep *r, rep_part *pp) {
     return 0;
 }
 
+/* KEEL.REP.RESIGNED to every follower (rep_resign_announce): a loss costs
+ * only the ping-pong it prevents (the follower answers -MOVED back here
+ * until its map names the next leader). */
+void leader_announce_resign(rep *r, rep_part *pp) {
+    char a[24], ep[24], en[24];
+    const char *argv[] = {"KEEL.REP.RESIGNED", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
+                          rep_u64(en, pp->end)};
+    size_t len[4];
+    for (int i = 0; i < 4; i++)
+        len[i] = strlen(argv[i]);
+    for (int i = 0; i < pp->npeers; i++)
+        (void)rep_sendv(r, pp->peers[i].id, 4, argv, len);
+}
+
 static int lease_ok(rep *r, rep_part *pp) {
     return (r->mutations & REP_MUT_NO_LEASE) || rep_now(r) < pp->lease_until;
 }

@@ -100,6 +100,11 @@ struct node_rep {
      * target may lead, with a lease, before this node hears of it (repsim
      * seed 2000, R3). */
     uint64_t *resigned_le;
+    /* ... and where to: 1 + the index in links of the RESIGN's target, whose
+     * clients it sends there with -MOVED (its own map may name the new
+     * leader only after it exits: a SIGTERM hand-off's KEEL.REP.HANDOFF
+     * reply holds its coordinator link). Valid while resigned_le[p] is. */
+    uint32_t *resign_link;
     resign resigns[RESIGNS_MAX];
     unsigned resigns_waiting; /* active and not done: checked at every turn end */
     node_rep_stats st;
@@ -527,21 +532,43 @@ void node_rep_lease(node_rep *nr, int lease, uint64_t version, uint64_t sent_us)
 
 /* ---- Routing --------------------------------------------------------------- */
 
-int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly, kbuf *out,
-                   int *follower_read) {
+/* The resigned leader of p: -MOVED to the RESIGN's target, if the map
+ * knows its address (0 otherwise: the caller answers -TRYAGAIN). */
+static int moved_to_target(node_rep *nr, unsigned p, unsigned slot, kbuf *out) {
+    if (!nr->resign_link[p] || nr->resign_link[p] > nr->nlinks) return 0;
+    const keel_map *m = ptable_map(nr->s->pt);
+    int k = keel_map_find_node(m, nr->links[nr->resign_link[p] - 1]->id);
+    if (k < 0) return 0;
+    char e[KEEL_HOST_MAX + 48];
+    snprintf(e, sizeof e, "MOVED %u %s:%d", slot, m->nodes[k].host, m->nodes[k].port);
+    resp_w_error(out, e);
+    nr->st.handoff_moved++;
+    return 1;
+}
+
+int node_rep_route(node_rep *nr, unsigned p, unsigned slot, int serve, int write, int readonly,
+                   kbuf *out, int *follower_read) {
     *follower_read = 0;
     if (!nr || p >= nr->np || nr->rf[p] <= 1) return serve ? NODE_REP_SERVE : NODE_REP_PTABLE;
-    if (!serve) {
-        if (write || !readonly || rep_role(nr->eng, p) != REP_FOLLOWER) return NODE_REP_PTABLE;
+    if (!serve && !write && readonly && rep_role(nr->eng, p) == REP_FOLLOWER) {
         *follower_read = 1;
         nr->st.follower_reads++;
         return NODE_REP_SERVE;
     }
     int rc = write ? rep_write_check(nr->eng, p) : rep_read_check(nr->eng, p);
-    if (rc == REP_OK && write && nr->refuse_le[p] && nr->refuse_le[p] == rep_epoch(nr->eng, p))
+    if (!serve) {
+        /* -MOVED as the map says, but not back to a leader that resigned. */
+        if (rc != REP_EHANDOFF) return NODE_REP_PTABLE;
+    } else if (nr->resigned_le[p] && nr->resigned_le[p] == rep_epoch(nr->eng, p) &&
+               rep_role(nr->eng, p) == REP_LEADER) {
+        /* Handed over (C5): no read or write here, the new leader may
+         * already take writes; its clients go to it. */
+        if (moved_to_target(nr, p, slot, out)) return NODE_REP_REPLIED;
+        rc = REP_ENOLEASE;
+    } else if (rc == REP_OK && write && nr->refuse_le[p] &&
+               nr->refuse_le[p] == rep_epoch(nr->eng, p)) {
         rc = REP_ENOLEASE; /* handing the leadership over (C5): -TRYAGAIN */
-    if (rc == REP_OK && !write && nr->resigned_le[p] && nr->resigned_le[p] == rep_epoch(nr->eng, p))
-        rc = REP_ENOLEASE; /* handed over: the new leader may already take writes */
+    }
     switch (rc) {
     case REP_OK:
         if (write && nr->touched[p] != nr->turn_gen + 1) {
@@ -552,6 +579,10 @@ int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly,
     case REP_ENOREPLICAS:
         nr->st.noreplicas++;
         resp_w_error(out, "NOREPLICAS Not enough good replicas to write.");
+        return NODE_REP_REPLIED;
+    case REP_EHANDOFF: /* a follower whose leader resigned: not -MOVED back to it */
+        nr->st.handoff_tryagain++;
+        resp_w_error(out, "TRYAGAIN leadership of this slot is being handed over; retry");
         return NODE_REP_REPLIED;
     default: /* no lease, or the map's leadership is not this incarnation's yet */
         nr->st.tryagain++;
@@ -612,6 +643,7 @@ static resign *resign_of(node_rep *nr, const client *c) {
  * end (no write is taken meanwhile, so the end is final), or fails at its
  * deadline or when this node no longer leads p in that epoch. */
 static void resign_tick(node_rep *nr, uint64_t now) {
+    int announced = 0;
     for (int i = 0; i < RESIGNS_MAX; i++) {
         resign *g = &nr->resigns[i];
         if (!g->active || g->done) continue;
@@ -622,6 +654,12 @@ static void resign_tick(node_rep *nr, uint64_t now) {
             g->done = 1;
             g->end = end;
             nr->resigned_le[g->p] = g->le;
+            rlink *l = link_get(nr, g->target);
+            nr->resign_link[g->p] = 0;
+            for (size_t k = 0; l && k < nr->nlinks; k++)
+                if (nr->links[k] == l) nr->resign_link[g->p] = (uint32_t)k + 1;
+            /* The followers stop sending clients back here (REP_EHANDOFF). */
+            if (rep_resign_announce(nr->eng, g->p) == 0) announced = 1;
         } else if (!leading || now >= g->deadline_us) {
             g->done = -1;
             if (nr->refuse_le[g->p] == g->le) nr->refuse_le[g->p] = 0; /* serves again */
@@ -634,6 +672,10 @@ static void resign_tick(node_rep *nr, uint64_t now) {
         else
             g->active = 0; /* nobody to answer */
     }
+    /* Called after the turn's or the tick's store_sync: the announcements
+     * leave now, before the clients this node now redirects reach the
+     * target. */
+    if (announced) flush_all(nr);
 }
 
 int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t *len) {
@@ -707,6 +749,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
     nr->tlist = calloc(nr->np, sizeof *nr->tlist);
     nr->refuse_le = calloc(nr->np, sizeof *nr->refuse_le);
     nr->resigned_le = calloc(nr->np, sizeof *nr->resigned_le);
+    nr->resign_link = calloc(nr->np, sizeof *nr->resign_link);
     rep_env env = {.ctx = nr,
                    .st = s->st,
                    .self_id = s->cfg.id,
@@ -716,7 +759,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
                    .report = e_report,
                    .committed = e_committed};
     if (!nr->rf || !nr->touched || !nr->tlist || !nr->refuse_le || !nr->resigned_le ||
-        !(nr->eng = rep_new(&env, 0))) {
+        !nr->resign_link || !(nr->eng = rep_new(&env, 0))) {
         snprintf(err, cap, "out of memory starting replication");
         goto fail;
     }
@@ -740,6 +783,7 @@ fail:
     free(nr->tlist);
     free(nr->refuse_le);
     free(nr->resigned_le);
+    free(nr->resign_link);
     peerauth_secret_wipe(&nr->secret);
     free(nr);
     return NULL;
@@ -771,6 +815,7 @@ void node_rep_free(node_rep *nr) {
     free(nr->tlist);
     free(nr->refuse_le);
     free(nr->resigned_le);
+    free(nr->resign_link);
     peerauth_secret_wipe(&nr->secret);
     uv_timer_stop(&nr->tick);
     uv_close((uv_handle_t *)&nr->tick, tick_closed);
@@ -845,4 +890,6 @@ void node_rep_info_keel(node_rep *nr, kbuf *b) {
                 (unsigned long long)st.early_flushes);
     kbuf_printf(b, "rep_copies_active:%u\r\nrep_copies_deferred:%llu\r\n", st.eng.copies_active,
                 (unsigned long long)st.eng.copies_deferred);
+    kbuf_printf(b, "rep_handoff_moved:%llu\r\nrep_handoff_tryagain:%llu\r\n",
+                (unsigned long long)st.handoff_moved, (unsigned long long)st.handoff_tryagain);
 }

@@ -59,6 +59,9 @@ typedef struct node_rep_stats {
     rep_stats eng;
     uint64_t sealed_turns, released_turns, dropped_turns, dropped_clients;
     uint64_t tryagain, noreplicas, follower_reads;
+    /* Leadership hand-offs: -MOVED to the target from the leader that
+     * resigned; -TRYAGAIN from a follower told so (REP_EHANDOFF). */
+    uint64_t handoff_moved, handoff_tryagain;
     uint64_t msgs_out, msgs_in, msgs_dropped, links_down;
     uint64_t leases, lease_denied;
     /* Sealed turns released: the sum and the largest of seal -> release
@@ -86,14 +89,18 @@ int node_rep_map_changed(node_rep *nr);
 /* 1 while no installed map has listed this process's incarnation. */
 int node_rep_fresh(const node_rep *nr);
 
-/* Routing of a keyed command of partition p that ptable would serve
- * (serve = 1) or send elsewhere (serve = 0). write: the command may write.
- * readonly: the connection said READONLY. Returns NODE_REP_SERVE,
+/* Routing of a keyed command of slot slot, partition p, that ptable would
+ * serve (serve = 1) or send elsewhere (serve = 0). write: the command may
+ * write. readonly: the connection said READONLY. Returns NODE_REP_SERVE,
  * NODE_REP_REPLIED after appending the error to out, or NODE_REP_PTABLE
- * (serve = 0 and no follower read); *follower_read is set to 1 when a
- * follower serves the read. */
-int node_rep_route(node_rep *nr, unsigned p, int serve, int write, int readonly, kbuf *out,
-                   int *follower_read);
+ * (serve = 0, no follower read, no hand-off); *follower_read is set to 1
+ * when a follower serves the read. During a leadership transfer (C5): the
+ * leader that answered RESIGN OK replies -MOVED slot to the RESIGN's
+ * target; a follower its announcement reached (REP_EHANDOFF) -TRYAGAIN,
+ * until their maps name the new leader (docs/replication.md "Rolling
+ * restart"). */
+int node_rep_route(node_rep *nr, unsigned p, unsigned slot, int serve, int write, int readonly,
+                   kbuf *out, int *follower_read);
 /* 1 if this node leads some RF > 1 partition (a SIGTERM hands it off). */
 int node_rep_leads_any(const node_rep *nr);
 /* 1 if partition p has more than one replica in the installed map. */
@@ -124,7 +131,8 @@ void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer_id
  * (-TRYAGAIN) and holds the request until target acknowledged this node's
  * end position, then answers *2 :end :leader-epoch; after 5 s, or if this
  * node stops leading p in that epoch, -ERR and p serves again. After an OK
- * writes of p stay refused until a map changes p's leader or leader epoch.
+ * writes and reads of p get -MOVED to target (rep_resign_announce tells
+ * the followers) until a map changes p's leader or leader epoch.
  * Returns 0 (replied to c->out) or RSERVER_HOLD (rserver_resume follows). */
 int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t *len);
 

@@ -174,6 +174,7 @@ typedef struct snode {
     /* The binding's leadership transfer (rep_uv.c, C5), modelled: writes of
      * p are refused while refuse_le[p] is the leader epoch it leads p in. */
     uint64_t refuse_le[P], resign_ok_le[P]; /* resign_ok_le: answered OK (T1) */
+    int resign_to[P];                       /* ... to this target */
     struct {
         int active, target;
         uint64_t le, deadline_us, token;
@@ -967,9 +968,23 @@ static void check_new_leader(sim *w, snode *n, unsigned p) {
     }
 }
 
-/* The binding's write check (rep_uv.c node_rep_route): the engine's, and
- * -TRYAGAIN while a RESIGN holds the partition (C5). */
-static int n_write_check(snode *n, unsigned p) {
+/* The binding's hand-over (rep_uv.c node_rep_route): once a leader answered
+ * RESIGN OK it sends p's clients to the RESIGN's target (-MOVED), whose
+ * engine answers REP_EHANDOFF (-TRYAGAIN) until its map names it. *to: the
+ * target. */
+static int n_handed_over(snode *n, unsigned p, int *to) {
+    if (!n->resign_ok_le[p] || n->resign_ok_le[p] != rep_epoch(n->rp, p) ||
+        rep_role(n->rp, p) != REP_LEADER)
+        return 0;
+    *to = n->resign_to[p];
+    return 1;
+}
+
+/* The binding's write check: the engine's, -TRYAGAIN while a RESIGN holds
+ * the partition (C5), -MOVED to the target once it answered OK. */
+static int n_write_check(snode *n, unsigned p, int *to) {
+    if (!(n->w->o.coord_mutations & REPSIM_MUT_WRITE_AFTER_RESIGN) && n_handed_over(n, p, to))
+        return REP_ENOTLEADER;
     int rc = rep_write_check(n->rp, p);
     if (rc == REP_OK && n->refuse_le[p] && n->refuse_le[p] == rep_epoch(n->rp, p))
         rc = REP_ENOLEASE;
@@ -977,15 +992,14 @@ static int n_write_check(snode *n, unsigned p) {
 }
 
 /* The binding's read check: the engine's (a leader under its lease), and
- * -TRYAGAIN once it answered RESIGN OK (rep_uv.c resigned_le; without it,
- * seed 2000 fails R3: the old leader, cut off from the coordinator after
- * its OK, still served reads under its lease while the target took writes). */
-static int n_read_check(snode *n, unsigned p) {
-    int rc = rep_read_check(n->rp, p);
-    if (rc == REP_OK && !(n->w->o.coord_mutations & REPSIM_MUT_READ_AFTER_RESIGN) &&
-        n->resign_ok_le[p] && n->resign_ok_le[p] == rep_epoch(n->rp, p))
-        rc = REP_ENOLEASE;
-    return rc;
+ * -MOVED to the target once it answered RESIGN OK (rep_uv.c resigned_le;
+ * without it, seed 2000 fails R3: the old leader, cut off from the
+ * coordinator after its OK, still served reads under its lease while the
+ * target took writes). */
+static int n_read_check(snode *n, unsigned p, int *to) {
+    if (!(n->w->o.coord_mutations & REPSIM_MUT_READ_AFTER_RESIGN) && n_handed_over(n, p, to))
+        return REP_ENOTLEADER;
+    return rep_read_check(n->rp, p);
 }
 
 static void node_apply_map(sim *w, snode *n, const cmap *m) {
@@ -1034,10 +1048,13 @@ static void reply_client(sim *w, snode *n, int client, uint64_t gen, int code, c
 static void ev_creq(sim *w, ev *e) {
     snode *n = &w->nodes[e->node];
     unsigned p = (unsigned)e->u2;
-    int code = e->b ? n_read_check(n, p) : n_write_check(n, p);
+    int to = n->view.part[p].leader;
+    int code = e->b ? n_read_check(n, p, &to) : n_write_check(n, p, &to);
     if (code != REP_OK) {
         if (code == REP_ENOREPLICAS) w->r->noreplicas++;
-        reply_client(w, n, e->a, e->u, code, NULL, n->view.part[p].leader, NULL);
+        if (code == REP_EHANDOFF) w->r->handoff_tryagain++;
+        if (code == REP_ENOTLEADER && to != n->view.part[p].leader) w->r->handoff_moved++;
+        reply_client(w, n, e->a, e->u, code, NULL, to, NULL);
         return;
     }
     unsigned slot = keel_key_slot(e->s1, strlen(e->s1));
@@ -1240,6 +1257,8 @@ static void resign_tick(sim *w, snode *n) {
         if (leading && rep_peer_acked(n->rp, p, nid(w, n->rs[p].target)) >= end &&
             rep_committed(n->rp, p) >= end) {
             n->resign_ok_le[p] = le;
+            n->resign_to[p] = n->rs[p].target;
+            (void)rep_resign_announce(n->rp, p); /* its followers stop sending clients back */
             resign_reply(w, n, p, le, n->rs[p].token, 1, end);
         } else if (!leading || n_now_us(n) >= n->rs[p].deadline_us) {
             if (n->refuse_le[p] == le) n->refuse_le[p] = 0;
@@ -1895,7 +1914,8 @@ static void check_r1(sim *w) {
                 n->served_epoch[p] = rep_epoch(n->rp, p);
                 check_new_leader(w, n, p);
             }
-            if (n_write_check(n, p) != REP_OK) continue;
+            int to;
+            if (n_write_check(n, p, &to) != REP_OK) continue;
             uint64_t e = rep_epoch(n->rp, p);
             if (n->resign_ok_le[p] == e) {
                 violation(w,
@@ -1929,7 +1949,8 @@ static void check_r1(sim *w) {
         for (int i = 0; i < w->n; i++) {
             snode *n = &w->nodes[i];
             if (i == who || !n->up || n->paused_until > w->now) continue;
-            if (n_read_check(n, p) == REP_OK && rep_epoch(n->rp, p) < we) {
+            int to;
+            if (n_read_check(n, p, &to) == REP_OK && rep_epoch(n->rp, p) < we) {
                 violation(w,
                           "R3: %s serves reads of partition %u in epoch %llu while %s accepts "
                           "writes in epoch %llu",
@@ -1946,7 +1967,8 @@ static void check_end(sim *w) {
     for (unsigned p = 0; p < P && !w->r->violation; p++) {
         cpart *c = &w->cm.part[p];
         snode *l = &w->nodes[c->leader];
-        if (!l->up || n_write_check(l, p) != REP_OK) {
+        int to;
+        if (!l->up || n_write_check(l, p, &to) != REP_OK) {
             violation(w, "L: partition %u has no leader accepting writes at the end (%s, %s)", p,
                       l->id, l->up ? "refuses" : "down");
             return;

@@ -85,6 +85,10 @@ typedef struct repsim_result {
      * from a node (applied, not yet synced, gone after the restart). */
     unsigned sync_windows, window_crashes, power_cuts, positions_lost;
     uint64_t bytes_cut;
+    /* Client requests a follower answered REP_EHANDOFF (-TRYAGAIN, not a
+     * redirect back to the leader that resigned), and those the resigned
+     * leader sent to its RESIGN's target. */
+    unsigned handoff_tryagain, handoff_moved;
 } repsim_result;
 
 /* Runs one simulation. 0 (see r->violation), or -1 if the simulator itself

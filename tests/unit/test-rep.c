@@ -26,6 +26,10 @@
  *                   the same leader, restarted, leads again while the
  *                   follower holds the batch it lost: the follower truncates
  *                   (by copy) instead of keeping records the leader lacks
+ *   resigned        a leader's KEEL.REP.RESIGNED makes its followers answer
+ *                   REP_EHANDOFF (not a redirect back to it) until a map
+ *                   with a new leader epoch; from another node or for
+ *                   another epoch it changes nothing
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -539,6 +543,52 @@ static void test_stale_sub(void **state) {
     assert_int_equal(rep_end(nodes[1].rp, p), rep_end(nodes[0].rp, p));
 }
 
+static void test_resigned(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = part_of(k);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 7u);
+    pump(-1);
+    rep_lease(nodes[0].rp, p, 1, nodes[0].now);
+    put(0, k, "v1");
+    turn_end(0);
+    pump(-1);
+    assert_int_equal(rep_committed(nodes[0].rp, p), 1);
+    assert_int_equal(rep_write_check(nodes[1].rp, p), REP_ENOTLEADER);
+    assert_int_equal(rep_resign_announce(nodes[1].rp, p), KEEL_EINVAL); /* not its leader */
+    /* From a follower, or in another epoch: ignored. */
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", p); /* one digit: NP is 4 */
+    const char *fake[] = {"KEEL.REP.RESIGNED", ps, "1", "1"};
+    size_t fl[] = {17, 1, 1, 1};
+    assert_int_equal(rep_message(nodes[1].rp, "n2", 4, fake, fl), 0);
+    fake[2] = "7";
+    assert_int_equal(rep_message(nodes[1].rp, "n0", 4, fake, fl), 0);
+    assert_int_equal(rep_write_check(nodes[1].rp, p), REP_ENOTLEADER);
+    assert_int_equal(rep_read_check(nodes[1].rp, p), REP_ENOTLEADER);
+    /* The leader's announcement: to both followers, a message that may
+     * leave before the turn's sync (it claims nothing durable). */
+    assert_int_equal(rep_resign_announce(nodes[0].rp, p), 0);
+    assert_int_equal(queued("KEEL.REP.RESIGNED", 1) + queued("KEEL.REP.RESIGNED", 2), 2);
+    assert_int_equal(rep_msg_early(q[0].argc, (const char **)q[0].argv, q[0].len), 1);
+    pump(-1);
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(rep_write_check(nodes[i].rp, p), REP_EHANDOFF);
+        assert_int_equal(rep_read_check(nodes[i].rp, p), REP_EHANDOFF);
+    }
+    assert_int_equal(rep_write_check(nodes[0].rp, p), REP_OK); /* the binding refuses it (C5) */
+    /* An ISR change in the same epoch keeps it; the new leader's map ends it. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 2, 0, 7u);
+    assert_int_equal(rep_write_check(nodes[2].rp, p), REP_EHANDOFF);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 2, 3, 1, 7u);
+    assert_int_equal(rep_write_check(nodes[1].rp, p), REP_ENOLEASE); /* leads, no lease yet */
+    assert_int_equal(rep_write_check(nodes[2].rp, p), REP_ENOTLEADER);
+    assert_int_equal(rep_write_check(nodes[0].rp, p), REP_ENOTLEADER);
+}
+
 int main(void) {
     keel_log_set_level(getenv("TEST_REP_LOG") ? KEEL_LOG_DEBUG : KEEL_LOG_ERROR + 1);
     const struct CMUnitTest tests[] = {
@@ -552,6 +602,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_power_loss_leader_claimed_lost_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_loss_releader_kept_follower_tail, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_resigned, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,7 @@ static void test_ci_seeds(void **state) {
     unsigned failovers = 0, shrinks = 0, expands = 0, copies = 0, truncs = 0, norep = 0;
     unsigned crashes = 0, cuts = 0, pauses = 0;
     unsigned moves = 0, done = 0, aborted = 0, transfers = 0, resigns = 0, resign_err = 0;
-    unsigned handoffs = 0, ho_left = 0, reelect = 0;
+    unsigned handoffs = 0, ho_left = 0, reelect = 0, ho_moved = 0, ho_tryagain = 0;
     unsigned windows = 0, wcrashes = 0, cuts_pl = 0, lost_pos = 0;
     uint64_t bytes_cut = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -81,6 +81,7 @@ static void test_ci_seeds(void **state) {
         handoffs += r.handoffs, ho_left += r.handoff_left, reelect += r.reelections;
         windows += r.sync_windows, wcrashes += r.window_crashes, cuts_pl += r.power_cuts;
         lost_pos += r.positions_lost, bytes_cut += r.bytes_cut;
+        ho_moved += r.handoff_moved, ho_tryagain += r.handoff_tryagain;
         assert_true(r.writes_acked > 0);
         assert_true(r.reads_checked > 0);
     }
@@ -93,20 +94,23 @@ static void test_ci_seeds(void **state) {
         assert_true(done > 0 && aborted > 0 && transfers > 0);
         /* power losses inside fsync windows that cut an unsynced WAL tail */
         assert_true(wcrashes > 0 && cuts_pl > 0 && lost_pos > 0);
+        /* a resigned leader redirects to its target, which says TRYAGAIN */
+        assert_true(ho_moved > 0 && ho_tryagain > 0);
     }
     printf("repsim: %u seeds in %.1f s wall (%.0f seeds/min): %llu events, %llu writes acked, "
            "%llu reads checked, %llu faults (%u crashes, %u coordinator cuts, %u pauses), "
            "%u failovers, ISR %u shrinks / %u expands, %u full copies, %u truncations, "
            "%u NOREPLICAS, %.0f s simulated; %u replica moves (%u done, %u aborted), %u leadership "
            "transfers, %u RESIGNs (%u refused or timed out), %u re-elections after a RESIGN OK, "
-           "%u SIGTERM hand-offs (%u partitions still led at the stop); %u fsync windows, "
+           "%u SIGTERM hand-offs (%u partitions still led at the stop), %u requests sent on by a "
+           "resigned leader, %u TRYAGAIN from followers told of the resignation; %u fsync windows, "
            "%u power losses inside one, %u WAL cuts (%llu unsynced bytes lost, %u positions "
            "applied and lost)\n",
            n, dt, n / dt * 60, (unsigned long long)events, (unsigned long long)acked,
            (unsigned long long)reads, (unsigned long long)faults, crashes, cuts, pauses, failovers,
            shrinks, expands, copies, truncs, norep, sim_ms / 1e3, moves, done, aborted, transfers,
-           resigns, resign_err, reelect, handoffs, ho_left, windows, wcrashes, cuts_pl,
-           (unsigned long long)bytes_cut, lost_pos);
+           resigns, resign_err, reelect, handoffs, ho_left, ho_moved, ho_tryagain, windows,
+           wcrashes, cuts_pl, (unsigned long long)bytes_cut, lost_pos);
 }
 
 static void test_replay(void **state) {
