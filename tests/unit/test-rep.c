@@ -286,17 +286,25 @@ static void test_commit(void **state) {
     assert_int_equal(nodes[0].committed[p], 1);
 }
 
-static void test_restart(void **state) {
-    (void)state;
-    const char *k = "alpha";
+/* Partition of k at RF 3 in leader epoch 1 (n0 leads, all in the ISR),
+ * followers subscribed, and v1 written and committed at position 1. */
+static unsigned rf3_v1_committed(const char *k) {
     unsigned p = part_of(k);
     for (int i = 0; i < 3; i++)
         configure(i, p, 1, 1, 0, 7u);
     pump(-1);
+    rep_lease(nodes[0].rp, p, 1, nodes[0].now);
     put(0, k, "v1");
     turn_end(0);
     pump(-1);
     assert_int_equal(rep_committed(nodes[0].rp, p), 1);
+    return p;
+}
+
+static void test_restart(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = rf3_v1_committed(k);
     /* n0 writes position 2; only n1 gets it (n2's link is down). */
     put(0, k, "v2");
     turn_end(0);
@@ -546,15 +554,7 @@ static void test_stale_sub(void **state) {
 static void test_resigned(void **state) {
     (void)state;
     const char *k = "alpha";
-    unsigned p = part_of(k);
-    for (int i = 0; i < 3; i++)
-        configure(i, p, 1, 1, 0, 7u);
-    pump(-1);
-    rep_lease(nodes[0].rp, p, 1, nodes[0].now);
-    put(0, k, "v1");
-    turn_end(0);
-    pump(-1);
-    assert_int_equal(rep_committed(nodes[0].rp, p), 1);
+    unsigned p = rf3_v1_committed(k);
     assert_int_equal(rep_write_check(nodes[1].rp, p), REP_ENOTLEADER);
     assert_int_equal(rep_resign_announce(nodes[1].rp, p), KEEL_EINVAL); /* not its leader */
     /* From a follower, or in another epoch: ignored. */
