@@ -1225,8 +1225,12 @@ int store_sync(store *s, uint64_t *fsync_us) {
     if (s->txn.open) return KEEL_EINVAL;
     int rc = turn_write(s);
     if (rc) return rc;
-    if (!s->dirty) return 0;
-    return flush_wal(s, s->fsync == STORE_FSYNC_ALWAYS, fsync_us);
+    /* --fsync always: writes a walsync begin handed to the OS earlier in
+     * this turn (store_wal_sync_begin clears dirty) are not durable until
+     * some fsync ends; this turn's replies must not wait for the worker's. */
+    int always = s->fsync == STORE_FSYNC_ALWAYS;
+    if (!s->dirty && !(always && s->unsynced)) return 0;
+    return flush_wal(s, always, fsync_us);
 }
 
 int store_failed(const store *s) {

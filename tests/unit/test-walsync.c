@@ -177,6 +177,42 @@ static void free_in_flight(void **state) {
     assert_int_equal(f->answers[0], 0);
 }
 
+static void count_fsync(void *arg) {
+    ++*(int *)arg;
+}
+
+/* --fsync always: a turn whose writes a walsync begin already handed to the
+ * OS (an off-loop fsync not yet run) still fsyncs at its store_sync, since
+ * its replies leave right after it (before the fix: no fsync, dirty was
+ * clear). */
+static void sync_after_begin_fsyncs(void **state) {
+    fixture *f = *state;
+    char dir[96], err[256];
+    snprintf(dir, sizeof dir, "%s/always", f->dir);
+    store_opts o;
+    store_opts_default(&o);
+    o.fsync = STORE_FSYNC_ALWAYS;
+    store *st = NULL;
+    assert_int_equal(store_open(dir, &o, &st, err, sizeof err), 0);
+    int fsyncs = 0;
+    store_set_fsync_hook(st, count_fsync, &fsyncs);
+    store_txn *t = store_txn_begin(st);
+    assert_int_equal(store_txn_put(t, 1, "k", 1, 0, 0, "v", 1), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    store_wal_sync ws;
+    assert_int_equal(store_wal_sync_begin(st, &ws), 1); /* to the OS, not fsynced */
+    assert_int_equal(fsyncs, 0);
+    assert_int_equal(store_sync(st, NULL), 0); /* the turn's end */
+    assert_int_equal(fsyncs, 1);
+    store_wal_sync_run(st, &ws);
+    assert_int_equal(store_wal_sync_end(st, &ws), 0);
+    assert_int_equal(store_sync(st, NULL), 0); /* nothing new: no fsync */
+    int after = fsyncs;
+    assert_int_equal(store_sync(st, NULL), 0);
+    assert_int_equal(fsyncs, after);
+    store_free(st);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(answered_after_fsync, setup, teardown),
@@ -185,6 +221,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(cancelled_never_answered, setup, teardown),
         cmocka_unit_test_setup_teardown(request_from_callback_answered, setup, teardown),
         cmocka_unit_test_setup_teardown(free_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(sync_after_begin_fsyncs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
