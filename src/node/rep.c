@@ -29,6 +29,20 @@ int rep_sendv(rep *r, const char *peer, int argc, const char **argv, const size_
     return r->env.send(r->env.ctx, peer, argc, argv, len);
 }
 
+int rep_send_u64s(rep *r, const char *peer, const char *cmd, int n, const uint64_t *v,
+                  const char *tail, size_t tlen) {
+    if (n < 0 || n > REP_SEND_MAX) return KEEL_EINVAL;
+    char num[REP_SEND_MAX][24];
+    const char *argv[REP_SEND_MAX + 2];
+    size_t len[REP_SEND_MAX + 2];
+    int argc = 0;
+    argv[argc] = cmd, len[argc++] = strlen(cmd);
+    for (int i = 0; i < n; i++)
+        argv[argc] = rep_u64(num[i], v[i]), len[argc++] = strlen(num[i]);
+    if (tail) argv[argc] = tail, len[argc++] = tlen;
+    return rep_sendv(r, peer, argc, argv, len);
+}
+
 void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start) {
     if (pp->nec && pp->ec[pp->nec - 1].epoch >= epoch) return;
     if (pp->nec == REP_EC_MAX) { /* the oldest goes: a follower that old is copied */
@@ -175,14 +189,12 @@ void rep_free(rep *r) {
 
 int rep_stop(rep *r) {
     if (!r) return 0;
-    int rc = store_write_turn(r->env.st); /* unsealed records reach pend */
+    int rc = 0;
     for (unsigned p = 0; p < r->nparts; p++) {
         rep_part *pp = &r->parts[p];
         if (pp->role != REP_LEADER) continue;
-        pp->plo = pp->end;
-        pp->phi = pp->pend.len ? pp->end + 1 : pp->end;
-        if (!rc) rc = rep_persist_lazy(r, pp);
-        leader_stop(r, pp);
+        int prc = leader_demote_lazy(r, pp); /* every led partition, one fsync */
+        if (!rc) rc = prc;
         pp->role = REP_NONE;
     }
     if (!rc) rc = store_sync_wal(r->env.st, NULL);

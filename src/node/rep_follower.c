@@ -38,28 +38,16 @@ static uint64_t last_held_epoch(const rep_part *pp) {
 }
 
 static void sub(rep *r, rep_part *pp) {
-    char a[24], ep[24], fe[24], lo[24], hi[24];
     uint64_t h = pp->phi > pp->end ? pp->phi : pp->end;
-    const char *argv[] = {"KEEL.REP.SUB",           rep_u64(a, pp->p),
-                          rep_u64(ep, pp->epoch),   rep_u64(fe, last_held_epoch(pp)),
-                          rep_u64(lo, pp->end),     rep_u64(hi, h),
-                          pp->want_copy ? "1" : "0"};
-    size_t len[7];
-    for (int i = 0; i < 7; i++)
-        len[i] = strlen(argv[i]);
+    uint64_t v[] = {pp->p, pp->epoch, last_held_epoch(pp), pp->end, h, pp->want_copy ? 1 : 0};
     pp->fstate = F_SUBSCRIBING;
     pp->sub_us = rep_now(r);
-    (void)rep_sendv(r, pp->leader, 7, argv, len); /* a loss: again on a tick */
+    (void)rep_send_u64s(r, pp->leader, "KEEL.REP.SUB", 6, v, NULL, 0); /* a loss: again on a tick */
 }
 
 static void ack(rep *r, rep_part *pp) {
-    char a[24], ep[24], ps[24];
-    const char *argv[] = {"KEEL.REP.ACK", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
-                          rep_u64(ps, pp->end)};
-    size_t len[4];
-    for (int i = 0; i < 4; i++)
-        len[i] = strlen(argv[i]);
-    (void)rep_sendv(r, pp->leader, 4, argv, len);
+    uint64_t v[] = {pp->p, pp->epoch, pp->end};
+    (void)rep_send_u64s(r, pp->leader, "KEEL.REP.ACK", 3, v, NULL, 0);
 }
 
 void follower_start(rep *r, rep_part *pp) {

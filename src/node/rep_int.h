@@ -110,12 +110,23 @@ uint64_t rep_hash(const char *p, size_t n);
 void rep_set_isr(rep_part *pp, const rep_config *c);
 int rep_in_isr(const rep_part *pp, const char *id);
 int rep_sendv(rep *r, const char *peer, int argc, const char **argv, const size_t *len);
+/* rep_sendv of "cmd v[0] .. v[n-1] [tail]": n (<= REP_SEND_MAX) numbers in
+ * decimal, then tail (tlen bytes, binary) unless it is NULL. Returns what
+ * env.send returns, or KEEL_EINVAL for n out of range. */
+#define REP_SEND_MAX 8
+int rep_send_u64s(rep *r, const char *peer, const char *cmd, int n, const uint64_t *v,
+                  const char *tail, size_t tlen);
 const char *rep_u64(char *buf, uint64_t v); /* buf of 24 */
 
 /* rep_leader.c */
 int leader_start(rep *r, rep_part *pp, const rep_config *c);
 void leader_stop(rep *r, rep_part *pp);
-int leader_demote(rep *r, rep_part *pp); /* persists the end, then leader_stop */
+/* Stop leading pp (leader_stop) and record its exact end: {end, end} when
+ * the turn so far holds none of its writes, else {end, end + 1} (perhaps).
+ * _lazy leaves the record in the WAL buffer for the caller's sync (rep_stop:
+ * one fsync for every led partition); leader_demote syncs it. */
+int leader_demote_lazy(rep *r, rep_part *pp);
+int leader_demote(rep *r, rep_part *pp);
 void leader_update(rep *r, rep_part *pp, const rep_config *c); /* same epoch, new ISR */
 int leader_turn_end(rep *r, rep_part *pp);
 int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t last_epoch, uint64_t lo,

@@ -121,18 +121,21 @@ void leader_stop(rep *r, rep_part *pp) {
     pp->adding[0] = 0;
 }
 
-int leader_demote(rep *r, rep_part *pp) {
+int leader_demote_lazy(rep *r, rep_part *pp) {
     /* The turn so far is written out (its records reach pend); if none is
      * unsealed the log ends exactly at end, and a follower of the next
      * leader need not truncate what it does not hold. */
-    pp->plo = pp->end, pp->phi = pp->end + 1;
-    int rc = rep_persist(r, pp);
-    if (!rc && pp->pend.len == 0) {
-        pp->phi = pp->end;
-        rc = rep_persist(r, pp);
-    }
+    int rc = store_write_turn(r->env.st);
+    pp->plo = pp->end;
+    pp->phi = pp->pend.len ? pp->end + 1 : pp->end;
+    if (!rc) rc = rep_persist_lazy(r, pp);
     leader_stop(r, pp);
     return rc;
+}
+
+int leader_demote(rep *r, rep_part *pp) {
+    int rc = leader_demote_lazy(r, pp);
+    return rc ? rc : store_sync_wal(r->env.st, NULL);
 }
 
 static void propose(rep *r, rep_part *pp, const char *what, const char *id) {
@@ -348,14 +351,8 @@ static void send_more(rep *r, rep_part *pp, rep_peer *pe) {
             want_copy(r, pp, pe);
             return;
         }
-        char a[24], ep[24], be[24], ps[24];
-        const char *argv[] = {"KEEL.REP.APPEND",     rep_u64(a, pp->p),   rep_u64(ep, pp->epoch),
-                              rep_u64(be, b->epoch), rep_u64(ps, b->pos), b->data ? b->data : ""};
-        size_t len[6];
-        for (int i = 0; i < 5; i++)
-            len[i] = strlen(argv[i]);
-        len[5] = b->len;
-        if (rep_sendv(r, pe->id, 6, argv, len)) {
+        uint64_t v[] = {pp->p, pp->epoch, b->epoch, b->pos};
+        if (rep_send_u64s(r, pe->id, "KEEL.REP.APPEND", 4, v, b->data ? b->data : "", b->len)) {
             pe->streaming = 0;
             return;
         }
@@ -439,13 +436,8 @@ int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t fe, uint64_t 
     uint64_t e = epoch_end(pp, fe);
     if (e > pp->end) e = pp->end;
     if (hi > e) {
-        char a[24], ep[24], en[24];
-        const char *argv[] = {"KEEL.REP.DIVERGED", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
-                              rep_u64(en, e)};
-        size_t len[4];
-        for (int i = 0; i < 4; i++)
-            len[i] = strlen(argv[i]);
-        (void)rep_sendv(r, pe->id, 4, argv, len);
+        uint64_t v[] = {pp->p, pp->epoch, e};
+        (void)rep_send_u64s(r, pe->id, "KEEL.REP.DIVERGED", 3, v, NULL, 0);
         return 0;
     }
     uint64_t from_pos = lo + 1;
@@ -456,13 +448,8 @@ int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t fe, uint64_t 
     pe->acked = lo;
     pe->next = from_pos;
     pe->streaming = 1;
-    char a[24], ep[24], fp[24];
-    const char *argv[] = {"KEEL.REP.STREAM", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
-                          rep_u64(fp, from_pos)};
-    size_t len[4];
-    for (int i = 0; i < 4; i++)
-        len[i] = strlen(argv[i]);
-    if (rep_sendv(r, pe->id, 4, argv, len)) {
+    uint64_t v[] = {pp->p, pp->epoch, from_pos};
+    if (rep_send_u64s(r, pe->id, "KEEL.REP.STREAM", 3, v, NULL, 0)) {
         pe->streaming = 0;
         return 0;
     }
@@ -527,14 +514,9 @@ int leader_tick(rep *r, rep_part *pp) {
  * only the ping-pong it prevents (the follower answers -MOVED back here
  * until its map names the next leader). */
 void leader_announce_resign(rep *r, rep_part *pp) {
-    char a[24], ep[24], en[24];
-    const char *argv[] = {"KEEL.REP.RESIGNED", rep_u64(a, pp->p), rep_u64(ep, pp->epoch),
-                          rep_u64(en, pp->end)};
-    size_t len[4];
-    for (int i = 0; i < 4; i++)
-        len[i] = strlen(argv[i]);
+    uint64_t v[] = {pp->p, pp->epoch, pp->end};
     for (int i = 0; i < pp->npeers; i++)
-        (void)rep_sendv(r, pp->peers[i].id, 4, argv, len);
+        (void)rep_send_u64s(r, pp->peers[i].id, "KEEL.REP.RESIGNED", 3, v, NULL, 0);
 }
 
 static int lease_ok(rep *r, rep_part *pp) {

@@ -100,11 +100,12 @@ struct node_rep {
      * target may lead, with a lease, before this node hears of it (repsim
      * seed 2000, R3). */
     uint64_t *resigned_le;
-    /* ... and where to: 1 + the index in links of the RESIGN's target, whose
-     * clients it sends there with -MOVED (its own map may name the new
-     * leader only after it exits: a SIGTERM hand-off's KEEL.REP.HANDOFF
-     * reply holds its coordinator link). Valid while resigned_le[p] is. */
-    uint32_t *resign_link;
+    /* ... and where to: the id of the RESIGN's target ("" for none), whose
+     * address in the map its clients get with -MOVED (its own map may name
+     * the new leader only after it exits: a SIGTERM hand-off's
+     * KEEL.REP.HANDOFF reply holds its coordinator link). Valid while
+     * resigned_le[p] is. */
+    char (*resign_to)[KEEL_ID_MAX + 1];
     resign resigns[RESIGNS_MAX];
     unsigned resigns_waiting; /* active and not done: checked at every turn end */
     node_rep_stats st;
@@ -535,9 +536,9 @@ void node_rep_lease(node_rep *nr, int lease, uint64_t version, uint64_t sent_us)
 /* The resigned leader of p: -MOVED to the RESIGN's target, if the map
  * knows its address (0 otherwise: the caller answers -TRYAGAIN). */
 static int moved_to_target(node_rep *nr, unsigned p, unsigned slot, kbuf *out) {
-    if (!nr->resign_link[p] || nr->resign_link[p] > nr->nlinks) return 0;
+    if (!nr->resign_to[p][0]) return 0;
     const keel_map *m = ptable_map(nr->s->pt);
-    int k = keel_map_find_node(m, nr->links[nr->resign_link[p] - 1]->id);
+    int k = keel_map_find_node(m, nr->resign_to[p]);
     if (k < 0) return 0;
     char e[KEEL_HOST_MAX + 48];
     snprintf(e, sizeof e, "MOVED %u %s:%d", slot, m->nodes[k].host, m->nodes[k].port);
@@ -654,10 +655,7 @@ static void resign_tick(node_rep *nr, uint64_t now) {
             g->done = 1;
             g->end = end;
             nr->resigned_le[g->p] = g->le;
-            rlink *l = link_get(nr, g->target);
-            nr->resign_link[g->p] = 0;
-            for (size_t k = 0; l && k < nr->nlinks; k++)
-                if (nr->links[k] == l) nr->resign_link[g->p] = (uint32_t)k + 1;
+            snprintf(nr->resign_to[g->p], sizeof nr->resign_to[g->p], "%s", g->target);
             /* The followers stop sending clients back here (REP_EHANDOFF). */
             if (rep_resign_announce(nr->eng, g->p) == 0) announced = 1;
         } else if (!leading || now >= g->deadline_us) {
@@ -749,7 +747,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
     nr->tlist = calloc(nr->np, sizeof *nr->tlist);
     nr->refuse_le = calloc(nr->np, sizeof *nr->refuse_le);
     nr->resigned_le = calloc(nr->np, sizeof *nr->resigned_le);
-    nr->resign_link = calloc(nr->np, sizeof *nr->resign_link);
+    nr->resign_to = calloc(nr->np, sizeof *nr->resign_to);
     rep_env env = {.ctx = nr,
                    .st = s->st,
                    .self_id = s->cfg.id,
@@ -759,7 +757,7 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
                    .report = e_report,
                    .committed = e_committed};
     if (!nr->rf || !nr->touched || !nr->tlist || !nr->refuse_le || !nr->resigned_le ||
-        !nr->resign_link || !(nr->eng = rep_new(&env, 0))) {
+        !nr->resign_to || !(nr->eng = rep_new(&env, 0))) {
         snprintf(err, cap, "out of memory starting replication");
         goto fail;
     }
@@ -783,7 +781,7 @@ fail:
     free(nr->tlist);
     free(nr->refuse_le);
     free(nr->resigned_le);
-    free(nr->resign_link);
+    free(nr->resign_to);
     peerauth_secret_wipe(&nr->secret);
     free(nr);
     return NULL;
@@ -815,7 +813,7 @@ void node_rep_free(node_rep *nr) {
     free(nr->tlist);
     free(nr->refuse_le);
     free(nr->resigned_le);
-    free(nr->resign_link);
+    free(nr->resign_to);
     peerauth_secret_wipe(&nr->secret);
     uv_timer_stop(&nr->tick);
     uv_close((uv_handle_t *)&nr->tick, tick_closed);
