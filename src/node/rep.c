@@ -260,6 +260,41 @@ static int is_self(const rep *r, const char *id) {
     return id && strcmp(id, r->env.self_id) == 0;
 }
 
+/* Runs the kept SUBs of pp's epoch if it leads (rep_early_sub), and drops
+ * every SUB kept for that epoch or an older one. */
+static int early_subs_run(rep *r, rep_part *pp) {
+    int rc = 0;
+    for (int i = 0; i < REP_RF_MAX; i++) {
+        rep_early_sub *e = &pp->early[i];
+        if (!e->from[0] || e->epoch > pp->epoch) continue;
+        if (!rc && e->epoch == pp->epoch && pp->role == REP_LEADER) {
+            r->st.early_subs++;
+            rc = leader_on_sub(r, pp, e->from, e->fe, e->lo, e->hi, e->copy);
+        }
+        e->from[0] = 0;
+    }
+    return rc;
+}
+
+/* Keeps a SUB of a newer epoch than pp's: the latest per sender, in a free
+ * slot or over the oldest (a replica set has at most REP_RF_MAX members). */
+static void early_sub_keep(rep_part *pp, const char *from, const uint64_t *n) {
+    rep_early_sub *slot = NULL;
+    for (int i = 0; i < REP_RF_MAX && !slot; i++)
+        if (!strcmp(pp->early[i].from, from)) slot = &pp->early[i];
+    for (int i = 0; i < REP_RF_MAX && !slot; i++)
+        if (!pp->early[i].from[0]) slot = &pp->early[i];
+    if (!slot) {
+        slot = &pp->early[0];
+        for (int i = 1; i < REP_RF_MAX; i++)
+            if (pp->early[i].epoch < slot->epoch) slot = &pp->early[i];
+    }
+    if (slot->from[0] && !strcmp(slot->from, from) && slot->epoch > n[1]) return; /* older */
+    snprintf(slot->from, sizeof slot->from, "%s", from);
+    slot->epoch = n[1], slot->fe = n[2], slot->lo = n[3], slot->hi = n[4];
+    slot->copy = n[5] != 0;
+}
+
 int rep_configure(rep *r, unsigned p, const rep_config *c) {
     if (p >= r->nparts || !c) return KEEL_EINVAL;
     rep_part *pp = &r->parts[p];
@@ -290,7 +325,11 @@ int rep_configure(rep *r, unsigned p, const rep_config *c) {
     snprintf(pp->leader, sizeof pp->leader, "%s", c->leader ? c->leader : "");
     pp->fstate = F_IDLE;
     pp->resigned = 0; /* a new leader epoch: whoever leads now has not resigned */
-    if (role == REP_LEADER) return leader_start(r, pp, c);
+    if (role == REP_LEADER) {
+        int rc = leader_start(r, pp, c);
+        return rc ? rc : early_subs_run(r, pp);
+    }
+    early_subs_run(r, pp); /* not leading this epoch: only drops them */
     if (role == REP_FOLLOWER) follower_start(r, pp);
     return 0;
 }
@@ -438,7 +477,10 @@ int rep_message(rep *r, const char *from, int argc, const char **argv, const siz
             if (keel_parse_u64(argv[k], len[k], &m.n[k - 1])) return KEEL_EPROTO;
         if (m.n[0] >= r->nparts) return KEEL_EPROTO;
         m.pp = &r->parts[m.n[0]];
-        /* n[1] is the sender's leader epoch: only the current one counts. */
+        /* n[1] is the sender's leader epoch: only the current one counts,
+         * but a SUB of the next one is kept for it (rep_early_sub). */
+        if (msgs[i].fn == m_sub && m.n[1] > m.pp->epoch && strlen(from) <= KEEL_ID_MAX)
+            early_sub_keep(m.pp, from, m.n);
         if (m.n[1] != m.pp->epoch) return 0;
         return msgs[i].fn(&m);
     }

@@ -199,6 +199,7 @@ int rep_tick(rep *r);
 typedef struct rep_stats {
     uint64_t batches_sent, batches_applied, copies_sent, copies_received, truncations;
     uint64_t isr_proposals;
+    uint64_t early_subs;      /* SUBs of the next epoch kept and run when it came (rep_early_sub) */
     uint64_t copies_deferred; /* copy requests held by REP_COPY_MAX or the backoff */
     unsigned copies_active;   /* full copies being sent now */
     /* "rep/<p>" record writes: synced on their own (an fsync each), and

@@ -46,6 +46,16 @@ typedef struct rep_peer {
 
 enum { F_IDLE, F_SUBSCRIBING, F_STREAMING, F_COPYING };
 
+/* A SUB stamped with a leader epoch newer than this node's: its sender
+ * installed the map first. The latest per sender is kept and run when this
+ * node leads that epoch (rep_configure), as if it had arrived then, rather
+ * than at the sender's next retry (REP_SUB_RETRY_MS). */
+typedef struct rep_early_sub {
+    char from[KEEL_ID_MAX + 1]; /* "" unused */
+    uint64_t epoch, fe, lo, hi;
+    int copy;
+} rep_early_sub;
+
 typedef struct rep_part {
     unsigned p, lo_slot, hi_slot;
     int role;
@@ -75,6 +85,7 @@ typedef struct rep_part {
     uint64_t sub_us; /* when the last SUB went */
     int want_copy;
     int resigned; /* the leader announced its resignation in this epoch (REP_EHANDOFF) */
+    rep_early_sub early[REP_RF_MAX];
 } rep_part;
 
 struct rep {

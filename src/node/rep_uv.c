@@ -864,6 +864,7 @@ void node_rep_info_keel(node_rep *nr, kbuf *b) {
                 "rep_incarnation:%s\r\nrep_fresh:%d\r\nrep_lease_ms:%llu\r\n"
                 "rep_batches_sent:%llu\r\nrep_batches_applied:%llu\r\nrep_copies_sent:%llu\r\n"
                 "rep_copies_received:%llu\r\nrep_truncations:%llu\r\nrep_isr_proposals:%llu\r\n"
+                "rep_early_subs:%llu\r\n"
                 "rep_sealed_turns:%llu\r\nrep_released_turns:%llu\r\nrep_dropped_turns:%llu\r\n"
                 "rep_dropped_clients:%llu\r\nrep_sealed_bytes:%zu\r\nrep_sealed_clients:%zu\r\n"
                 "rep_tryagain:%llu\r\nrep_noreplicas:%llu\r\nrep_follower_reads:%llu\r\n"
@@ -876,16 +877,16 @@ void node_rep_info_keel(node_rep *nr, kbuf *b) {
                 (unsigned long long)st.eng.batches_sent, (unsigned long long)st.eng.batches_applied,
                 (unsigned long long)st.eng.copies_sent, (unsigned long long)st.eng.copies_received,
                 (unsigned long long)st.eng.truncations, (unsigned long long)st.eng.isr_proposals,
-                (unsigned long long)st.sealed_turns, (unsigned long long)st.released_turns,
-                (unsigned long long)st.dropped_turns, (unsigned long long)st.dropped_clients,
-                st.sealed_bytes, st.sealed_clients, (unsigned long long)st.tryagain,
-                (unsigned long long)st.noreplicas, (unsigned long long)st.follower_reads,
-                (unsigned long long)st.msgs_out, (unsigned long long)st.msgs_in,
-                (unsigned long long)st.msgs_dropped, (unsigned long long)st.links_down,
-                (unsigned long long)st.leases, (unsigned long long)st.lease_denied,
-                (unsigned long long)st.eng.records_synced, (unsigned long long)st.eng.records_lazy,
-                (unsigned long long)st.seal_wait_us, (unsigned long long)st.seal_wait_max_us,
-                (unsigned long long)st.early_flushes);
+                (unsigned long long)st.eng.early_subs, (unsigned long long)st.sealed_turns,
+                (unsigned long long)st.released_turns, (unsigned long long)st.dropped_turns,
+                (unsigned long long)st.dropped_clients, st.sealed_bytes, st.sealed_clients,
+                (unsigned long long)st.tryagain, (unsigned long long)st.noreplicas,
+                (unsigned long long)st.follower_reads, (unsigned long long)st.msgs_out,
+                (unsigned long long)st.msgs_in, (unsigned long long)st.msgs_dropped,
+                (unsigned long long)st.links_down, (unsigned long long)st.leases,
+                (unsigned long long)st.lease_denied, (unsigned long long)st.eng.records_synced,
+                (unsigned long long)st.eng.records_lazy, (unsigned long long)st.seal_wait_us,
+                (unsigned long long)st.seal_wait_max_us, (unsigned long long)st.early_flushes);
     kbuf_printf(b, "rep_copies_active:%u\r\nrep_copies_deferred:%llu\r\n", st.eng.copies_active,
                 (unsigned long long)st.eng.copies_deferred);
     kbuf_printf(b, "rep_handoff_moved:%llu\r\nrep_handoff_tryagain:%llu\r\n",

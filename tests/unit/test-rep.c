@@ -589,6 +589,41 @@ static void test_resigned(void **state) {
     assert_int_equal(rep_write_check(nodes[0].rp, p), REP_ENOTLEADER);
 }
 
+/* The next leader's followers install its map first and subscribe before it
+ * knows it leads: their SUBs are kept and answered when its map arrives,
+ * not at their next retry (REP_SUB_RETRY_MS, 200 ms: the worst transfer
+ * pause at 1,024 partitions). */
+static void test_early_sub(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = rf3_v1_committed(k);
+    configure(0, p, 2, 2, 1, 7u);
+    configure(2, p, 2, 2, 1, 7u);
+    assert_int_equal(queued("KEEL.REP.SUB", 1), 2);
+    pump(-1); /* n1 still follows n0 in epoch 1 */
+    assert_int_equal(rep_role(nodes[1].rp, p), REP_FOLLOWER);
+    configure(1, p, 2, 2, 1, 7u);
+    assert_int_equal(queued("KEEL.REP.STREAM", 0), 1);
+    assert_int_equal(queued("KEEL.REP.STREAM", 2), 1);
+    rep_stats st;
+    rep_get_stats(nodes[1].rp, &st);
+    assert_int_equal(st.early_subs, 2);
+    pump(-1);
+    rep_lease(nodes[1].rp, p, 2, nodes[1].now);
+    assert_int_equal(rep_write_check(nodes[1].rp, p), REP_OK);
+    put(1, k, "v2");
+    turn_end(1);
+    pump(-1); /* APPEND to both, their ACKs: committed with no retry */
+    assert_int_equal(rep_committed(nodes[1].rp, p), rep_end(nodes[1].rp, p));
+    assert_true(has(0, k, "v2") && has(2, k, "v2"));
+    /* A kept SUB of an epoch this node does not lead (yet) is not run. */
+    configure(0, p, 4, 3, 2, 7u);
+    assert_int_equal(queued("KEEL.REP.SUB", 2), 1);
+    pump(-1);
+    configure(2, p, 3, 3, 1, 7u); /* n2 moves to epoch 3 under n1, not 4 */
+    assert_int_equal(queued("KEEL.REP.STREAM", 0), 0);
+}
+
 int main(void) {
     keel_log_set_level(getenv("TEST_REP_LOG") ? KEEL_LOG_DEBUG : KEEL_LOG_ERROR + 1);
     const struct CMUnitTest tests[] = {
@@ -603,6 +638,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_power_loss_releader_kept_follower_tail, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_resigned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_early_sub, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
