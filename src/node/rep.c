@@ -74,52 +74,54 @@ static void meta_name(char *b, size_t cap, unsigned p) {
     snprintf(b, cap, "rep/%u", p);
 }
 
-static int persist(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen, int lazy);
+enum { P_SYNCED, P_LAZY, P_TXN, P_LAZY_EXACT /* REP_MUT_RECORD_APART only */ };
 
-int rep_persist(rep *r, rep_part *pp) {
-    return persist(r, pp, 0, NULL, 0, 0);
-}
-
-int rep_persist_lazy(rep *r, rep_part *pp) {
-    return persist(r, pp, 0, NULL, 0, 1);
-}
-
-int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen) {
-    return persist(r, pp, bepoch, redo, rlen, 1);
-}
-
-static int persist(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen, int lazy) {
-    size_t n = 18 + (size_t)pp->nec * 16, total = n + (redo ? 8 + rlen : 0);
-    char stackb[18 + REP_EC_MAX * 16 + 8 + 512];
-    char *b = total <= sizeof stackb ? stackb : malloc(total);
-    if (!b) return KEEL_ENOMEM;
+/* The record; P_TXN writes it into the open txn t, flagged exact (4): it
+ * and the data it describes reach the store in one write. */
+static int persist(rep *r, rep_part *pp, int how, store_txn *t) {
+    size_t n = 18 + (size_t)pp->nec * 16;
+    char b[18 + REP_EC_MAX * 16];
     move_be64(b, pp->plo);
     move_be64(b + 8, pp->phi);
-    b[16] = (char)((pp->copying ? 1 : 0) | (redo ? 2 : 0));
+    b[16] = (char)((pp->copying ? 1 : 0) | (how == P_TXN || how == P_LAZY_EXACT ? 4 : 0));
     b[17] = (char)pp->nec;
     for (int i = 0; i < pp->nec; i++) {
         move_be64(b + 18 + 16 * i, pp->ec[i].epoch);
         move_be64(b + 26 + 16 * i, pp->ec[i].start);
     }
-    if (redo) {
-        move_be64(b + n, bepoch);
-        if (rlen) memcpy(b + n + 8, redo, rlen);
-    }
     char name[32];
     meta_name(name, sizeof name, pp->p);
-    int rc = lazy ? store_meta_put_lazy(r->env.st, name, b, total)
-                  : store_meta_put(r->env.st, name, b, total);
-    if (lazy)
-        r->st.records_lazy++;
-    else
+    int rc = how == P_TXN      ? store_txn_meta_put(t, name, b, n)
+             : how != P_SYNCED ? store_meta_put_lazy(r->env.st, name, b, n)
+                               : store_meta_put(r->env.st, name, b, n);
+    if (how == P_SYNCED)
         r->st.records_synced++;
-    if (b != stackb) free(b);
+    else
+        r->st.records_lazy++;
     return rc;
 }
 
-/* A follower's record holds the batch it was about to apply (the redo):
- * applies it again, so the log ends exactly at hi. Records are absolute
- * values: applying them twice is applying them once. */
+int rep_persist(rep *r, rep_part *pp) {
+    return persist(r, pp, P_SYNCED, NULL);
+}
+
+int rep_persist_lazy(rep *r, rep_part *pp) {
+    return persist(r, pp, P_LAZY, NULL);
+}
+
+int rep_persist_txn(rep *r, rep_part *pp, store_txn *t) {
+    return persist(r, pp, P_TXN, t);
+}
+
+int rep_persist_apart(rep *r, rep_part *pp) {
+    return persist(r, pp, P_LAZY_EXACT, NULL);
+}
+
+/* A record with a redo (flag 2; written by Keel before 2026-12-03, whose
+ * follower wrote the record with the batch it was about to apply, then the
+ * batch): applies it again, so the log ends exactly at hi. Records are
+ * absolute values: applying them twice is applying them once. Kept so that
+ * a store such a version left after a crash restores. */
 static int restore_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *p, size_t n) {
     store_txn *t = store_txn_begin(r->env.st);
     size_t off = 0;
@@ -212,7 +214,8 @@ int rep_restore(rep *r) {
         if (rc) return rc;
         size_t ecn = n >= 18 ? (size_t)(unsigned char)v[17] : 0, base = 18 + ecn * 16;
         int flags = n >= 18 ? v[16] : 0;
-        if (n < 18 || ecn > REP_EC_MAX || n < base || ((flags & 2) ? n < base + 8 : n != base)) {
+        if (n < 18 || ecn > REP_EC_MAX || n < base || ((flags & 2) ? n < base + 8 : n != base) ||
+            (flags & ~7)) {
             free(v);
             keel_log(KEEL_LOG_ERROR, "rep_record_corrupt", "partition=%u len=%zu", p, n);
             return KEEL_ECORRUPT;
@@ -235,6 +238,9 @@ int rep_restore(rep *r) {
             rc = restore_redo(r, pp, move_rd(v + base, 8), v + base + 8, n - base - 8);
             free(v);
             if (rc) return rc;
+        } else if (flags & 4) { /* a follower's, written with the batch at hi */
+            free(v);
+            pp->end = pp->phi;
         } else {
             free(v);
             /* A leader's record {lo, hi = lo + 1}: the data holds every

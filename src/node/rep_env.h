@@ -72,7 +72,11 @@ enum {
     /* rep_restore takes a leader record's end at hi, a position its data may
      * lack (the rule before the power-loss fix: a follower that applied the
      * batch the crash took streams on past it) */
-    REP_MUT_RESTORE_HI = 1 << 3
+    REP_MUT_RESTORE_HI = 1 << 3,
+    /* a follower writes its exact record {hi = the batch} by a write of its
+     * own ahead of the batch, not with it (a power loss that keeps the one
+     * and not the other leaves a log that claims a batch its data lacks) */
+    REP_MUT_RECORD_APART = 1 << 4
 };
 
 #endif

@@ -9,13 +9,15 @@
  *                            the last one sets end = the copy's position
  *   STREAMING --gap, link down--> SUBSCRIBING
  *
- * A batch is applied as: the rep/<p> record [lo = end, hi = pos, epoch
- * cache with (batch epoch, pos) if the batch opens a new epoch, and the
- * batch itself as a redo] written to the WAL first (unsynced), then the records in one txn
- * committed into the turn; the turn's store_sync (per --fsync) makes both durable with one fsync
- * (the WAL keeps the order: if the batch survives a crash, so does the record; if only the record
- * does, rep_restore redoes the batch), then the ACK of pos, which the binding sends after that
- * store_sync.
+ * A batch is applied as one txn committed into the turn: its records and
+ * the rep/<p> record [lo = end, hi = pos, epoch cache with (batch epoch,
+ * pos) if the batch opens a new epoch], flagged exact
+ * (store_txn_meta_put: one store write holds both, so a crash keeps both
+ * or neither); the turn's store_sync (per --fsync) makes them durable with
+ * one fsync, then the ACK of pos, which the binding sends after that
+ * store_sync. (Until 2026-12-03 the record carried the batch as a redo and
+ * went to the WAL by a write of its own ahead of the data: two RocksDB
+ * writes and the batch stored twice per APPEND.)
  */
 #include "core/err.h"
 #include "core/log.h"
@@ -87,23 +89,28 @@ int follower_on_diverged(rep *r, rep_part *pp, uint64_t e) {
 }
 
 /* Applies move_wire chunk records of p's slots in one txn. */
-static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy) {
+/* The records p[0..n) in one txn; with record, the rep/<p> record too
+ * (rep_persist_txn). KEEL_EPROTO: a record that does not parse or lies
+ * outside the partition (nothing written). */
+static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy, int record) {
     store_txn *t = store_txn_begin(r->env.st);
     size_t off = 0;
+    int rc = KEEL_EPROTO;
     while (off < n) {
         unsigned slot;
         const char *k, *v;
         size_t kl, vl;
         size_t used = move_get_record(p + off, n - off, &slot, &k, &kl, &v, &vl);
         if (!used || slot < pp->lo_slot || slot > pp->hi_slot) goto bad;
-        int rc = v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL);
-        if (rc) goto bad;
+        if (v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL))
+            goto bad;
         off += used;
     }
+    if (record && (rc = rep_persist_txn(r, pp, t))) goto bad;
     return lazy ? store_txn_commit_lazy(t) : store_txn_commit(t);
 bad:
     store_txn_abort(t);
-    return KEEL_EPROTO;
+    return rc;
 }
 
 int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
@@ -137,7 +144,7 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
     } else if (pp->fstate != F_COPYING) {
         return 0; /* the rest of a copy this follower gave up */
     }
-    int rc = apply(r, pp, rec, rlen, 1);
+    int rc = apply(r, pp, rec, rlen, 1, 0);
     if (rc == KEEL_EPROTO) {
         keel_log(KEEL_LOG_WARN, "rep_bad_copy", "partition=%u", pp->p);
         sub(r, pp); /* still copying=1: the leader copies again */
@@ -166,11 +173,21 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
         sub(r, pp); /* a gap: something was lost */
         return 0;
     }
+    /* The record written with the batch: its epoch cache as it is once the
+     * batch is held; put back if nothing was written. */
+    uint64_t plo = pp->plo, phi = pp->phi;
+    int nec = pp->nec;
+    rep_ec ec[REP_EC_MAX];
+    memcpy(ec, pp->ec, (size_t)nec * sizeof *ec);
     rep_ec_push(pp, bepoch, pos); /* no-op unless the batch opens a newer epoch */
     pp->plo = pp->end, pp->phi = pos;
-    int rc = rep_persist_redo(r, pp, bepoch, rec, rlen); /* before the data: a restart redoes it */
-    if (rc) return rc;
-    rc = apply(r, pp, rec, rlen, 0);
+    int apart = (r->mutations & REP_MUT_RECORD_APART) != 0, rc = 0;
+    if (apart && (rc = rep_persist_apart(r, pp))) return rc;
+    rc = apply(r, pp, rec, rlen, 0, !apart);
+    if (rc) {
+        pp->plo = plo, pp->phi = phi, pp->nec = nec;
+        memcpy(pp->ec, ec, (size_t)nec * sizeof *ec);
+    }
     if (rc == KEEL_EPROTO) {
         keel_log(KEEL_LOG_WARN, "rep_bad_batch", "partition=%u pos=%llu", pp->p,
                  (unsigned long long)pos);

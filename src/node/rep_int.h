@@ -4,9 +4,11 @@
  *
  * The "rep/<p>" metadata record (big-endian):
  *   [lo u64][hi u64][flags u8][n u8] then n x [epoch u64][start u64]
- *   flags: 1 a full copy is under way; 2 the redo follows:
- *   [batch epoch u64][the records of the batch at hi] (a follower writes it
- *   before applying the batch; a restart applies it again)
+ *   flags: 1 a full copy is under way; 4 exact: written in one store write
+ *   with the batch at hi (a follower's), so the data ends at hi; 2 the redo
+ *   follows: [batch epoch u64][the records of the batch at hi] (written by
+ *   a follower before 2026-12-03 ahead of the batch; a restart applies it
+ *   again; only read now). No flag: a leader's {lo, hi = lo + 1}.
  */
 #ifndef KEEL_REP_INT_H
 #define KEEL_REP_INT_H
@@ -111,10 +113,13 @@ int rep_persist(rep *r, rep_part *pp); /* writes "rep/<p>": plo/phi/copying/ec, 
  * before it and before every later one, durable with the next fsync
  * ("Write path speed" in docs/replication.md). A leader's per-turn record. */
 int rep_persist_lazy(rep *r, rep_part *pp);
-/* ... and the batch at phi (a follower, before applying it), unsynced like
- * rep_persist_lazy: the turn's own fsync makes record and batch durable at
- * once, and the WAL's order keeps the record if the batch survives. */
-int rep_persist_redo(rep *r, rep_part *pp, uint64_t bepoch, const char *redo, size_t rlen);
+/* A follower's record {lo, hi = the batch's position}, flagged exact, in
+ * the txn t that applies the batch (store_txn_meta_put): one store write
+ * holds both, so after any crash the data ends exactly where the record
+ * says, and the turn's own fsync makes both durable. */
+int rep_persist_txn(rep *r, rep_part *pp, store_txn *t);
+/* REP_MUT_RECORD_APART only: that record by a lazy write of its own. */
+int rep_persist_apart(rep *r, rep_part *pp);
 void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start);
 uint64_t rep_ec_last(const rep_part *pp); /* last epoch in the cache; 0 if none */
 uint64_t rep_hash(const char *p, size_t n);

@@ -437,6 +437,7 @@ int store_open(const char *dir, const store_opts *o, store **out, char *err, siz
     s->txn.wb = rocksdb_writebatch_create();
     s->txn.wb_sorted = rocksdb_writebatch_create();
     kbuf_init(&s->txn.arena);
+    kbuf_init(&s->txn.metas);
 
     const char *names[2] = {"default", "meta"};
     const rocksdb_options_t *cfo[2] = {s->opts, s->meta_opts};
@@ -475,6 +476,7 @@ static void cmd_reset(store_txn *t) {
     t->ntouched = 0;
     t->nops = 0;
     t->nundo = 0;
+    t->nmeta = 0;
     t->open = 0;
 }
 
@@ -487,6 +489,8 @@ static void turn_clear(store_txn *t) {
     t->nents = 0;
     t->arena.len = 0;
     if (t->arena.cap > (4u << 20)) kbuf_shrink(&t->arena, 0);
+    t->metas.len = t->metas_mark = 0;
+    if (t->metas.cap > (1u << 20)) kbuf_shrink(&t->metas, 0);
 }
 
 static uint64_t apply_delta(uint64_t v, int64_t d, unsigned slot) {
@@ -641,15 +645,29 @@ static rocksdb_writebatch_t *turn_batch(store *s) {
  * sticky (store.failed): the batch and its deltas are dropped, and this and
  * every later call return the error, so the turn-end store_sync fails and
  * no reply of the turn leaves. Returns 0 or KEEL_EIO. */
+/* The turn's metadata records (store_txn_meta_put), after its data in the
+ * batch RocksDB gets: one write, so both survive a crash or neither. */
+static rocksdb_writebatch_t *with_metas(store *s, rocksdb_writebatch_t *b) {
+    const kbuf *m = &s->txn.metas;
+    for (size_t off = 0; off + 8 <= m->len;) {
+        uint32_t h[2];
+        memcpy(h, m->p + off, sizeof h);
+        const char *k = m->p + off + 8;
+        rocksdb_writebatch_put_cf(b, s->cf_meta, k, h[0], k + h[0], h[1]);
+        off += 8 + (size_t)h[0] + h[1];
+    }
+    return b;
+}
+
 static int turn_write(store *s) {
     store_txn *t = &s->txn;
     int rc = s->failed;
-    if (!rc && t->turn_ops) {
+    if (!rc && (t->turn_ops || t->metas.len)) {
         char *rerr = NULL;
         if (FAILPOINT("store.turn_write") == FP_ERROR)
             rerr = strdup("failpoint store.turn_write");
         else
-            rocksdb_write(s->db, s->wopts, turn_batch(s), &rerr);
+            rocksdb_write(s->db, s->wopts, with_metas(s, turn_batch(s)), &rerr);
         if (rerr) {
             rc = set_failed(s, rerr_log("store_commit", rerr));
         } else {
@@ -701,6 +719,7 @@ void store_free(store *s) {
     free(s->txn.ents);
     free(s->txn.hidx);
     kbuf_close(&s->txn.arena);
+    kbuf_close(&s->txn.metas);
     if (s->ropts) rocksdb_readoptions_destroy(s->ropts);
     if (s->ropts_sweep) rocksdb_readoptions_destroy(s->ropts_sweep);
     if (s->wopts) rocksdb_writeoptions_destroy(s->wopts);
@@ -790,6 +809,7 @@ store_txn *store_txn_begin(store *s) {
         return t;
     }
     t->open = 1;
+    t->metas_mark = t->metas.len;
     if (++t->gen == 0) t->gen = 1; /* 0 marks entries never saved for undo */
     rocksdb_writebatch_set_save_point(t->wb);
     return t;
@@ -1167,7 +1187,8 @@ static int txn_commit(store_txn *t, int lazy) {
     rocksdb_writebatch_pop_save_point(t->wb, &rerr);
     if (rerr) rerr_log("store_txn_savepoint", rerr);
     t->turn_ops += t->nops;
-    if (!lazy) t->turn_strict += t->nops;
+    if (!lazy) t->turn_strict += t->nops + t->nmeta;
+    t->metas_mark = t->metas.len;
     for (size_t i = 0; i < t->ntouched; i++)
         pend_add(s, &t->touched[i]);
     cmd_reset(t);
@@ -1191,6 +1212,7 @@ void store_txn_abort(store_txn *t) {
         const txn_undo *u = &t->undo[--t->nundo];
         t->ents[u->idx] = u->prev;
     }
+    t->metas.len = t->metas_mark;
     cmd_reset(t);
 }
 
@@ -1535,6 +1557,20 @@ int store_meta_put_lazy(store *s, const char *name, const void *val, size_t len)
     int rocks, rc = meta_write(s, name, val, len, &rocks);
     if (rc) return rocks ? set_failed(s, rc) : rc;
     s->lazy = 1; /* in the WAL buffer: durable with the next flush + fsync */
+    return 0;
+}
+
+int store_txn_meta_put(store_txn *t, const char *name, const void *val, size_t len) {
+    if (!t->open || !name || (len && !val) || len > UINT32_MAX) return KEEL_EINVAL;
+    size_t kl;
+    char *k = meta_key(name, &kl);
+    if (!k) return KEEL_ENOMEM;
+    uint32_t h[2] = {(uint32_t)kl, (uint32_t)len};
+    int bad = kbuf_append(&t->metas, h, sizeof h) || kbuf_append(&t->metas, k, kl) ||
+              (len && kbuf_append(&t->metas, val, len));
+    free(k);
+    if (bad) return KEEL_ENOMEM; /* the caller aborts the txn, which cuts the frame */
+    t->nmeta++;
     return 0;
 }
 

@@ -495,6 +495,16 @@ KEEL_MUST_CHECK int store_meta_put(store *s, const char *name, const void *val, 
  * A failed write fails the store (sticky, as store_sync). Returns 0,
  * KEEL_EINVAL (a txn open), KEEL_ENOMEM or KEEL_EIO. */
 KEEL_MUST_CHECK int store_meta_put_lazy(store *s, const char *name, const void *val, size_t len);
+/* A metadata record written with the open txn t: it commits or aborts with
+ * t, and reaches RocksDB in the turn's one write, after the turn's data, so
+ * a crash keeps both or neither (the WAL record of a write batch is whole
+ * or absent). Durable as t's writes are (store_txn_commit: the turn's
+ * fsync). store_meta_get sees it once the turn is written (store_sync or
+ * store_write_turn). For a record that must describe exactly the data
+ * written with it (a follower's replication position, node/rep.c).
+ * Returns 0, KEEL_EINVAL (no txn open, no name, len but no val) or
+ * KEEL_ENOMEM (the caller must then abort t). */
+KEEL_MUST_CHECK int store_txn_meta_put(store_txn *t, const char *name, const void *val, size_t len);
 KEEL_MUST_CHECK int store_meta_get(store *s, const char *name, char **val, size_t *len);
 
 #endif

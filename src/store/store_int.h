@@ -107,6 +107,11 @@ struct store_txn {
     uint32_t *hidx; /* open-addressing index into ents (+1); size hcap */
     size_t hcap;
     kbuf arena;
+    /* Metadata records written with the turn (store_txn_meta_put), framed
+     * [u32 klen][u32 vlen][key][value]; metas_mark: the length at the open
+     * txn's begin (an abort cuts back to it); nmeta: this txn's. */
+    kbuf metas;
+    size_t metas_mark, nmeta;
 };
 
 struct store {

@@ -26,6 +26,12 @@
  *                   the same leader, restarted, leads again while the
  *                   follower holds the batch it lost: the follower truncates
  *                   (by copy) instead of keeping records the leader lacks
+ *   follower_record a follower's rep/<p> record is written with the batch
+ *                   it describes (flag exact, no redo); a batch that fails
+ *                   to apply half-way leaves neither data nor record, and
+ *                   the position survives a restart unchanged; a record
+ *                   with a redo (an older Keel's) still restores: the batch
+ *                   is applied again and the log ends at its hi
  *   resigned        a leader's KEEL.REP.RESIGNED makes its followers answer
  *                   REP_EHANDOFF (not a redirect back to it) until a map
  *                   with a new leader epoch; from another node or for
@@ -45,6 +51,8 @@
 #include "core/crc16.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/buf.h"
+#include "node/move_wire.h"
 #include "node/rep_engine.h"
 #include "store/store.h"
 
@@ -400,6 +408,99 @@ static void settle(void) {
     }
 }
 
+/* The first queued message cmd to node `to`, copied (NULL if none). */
+static msg *queued_copy(const char *cmd, int to, msg *out) {
+    for (int k = 0; k < nq; k++) {
+        if (q[k].to != to || strcmp(q[k].argv[0], cmd) != 0) continue;
+        *out = q[k];
+        for (int a = 0; a < q[k].argc; a++) {
+            out->argv[a] = malloc(q[k].len[a] + 1);
+            memcpy(out->argv[a], q[k].argv[a], q[k].len[a] + 1);
+        }
+        return out;
+    }
+    return NULL;
+}
+
+static void msg_free(msg *m) {
+    for (int a = 0; a < m->argc; a++)
+        free(m->argv[a]);
+}
+
+/* n1's rep/<p> record: its flags byte and length. */
+static int record_flags(int i, unsigned p, size_t *len) {
+    char name[32], *v = NULL;
+    snprintf(name, sizeof name, "rep/%u", p);
+    assert_int_equal(store_meta_get(nodes[i].st, name, &v, len), 0);
+    int f = *len >= 18 ? (unsigned char)v[16] : -1;
+    free(v);
+    return f;
+}
+
+static void test_follower_record(void **state) {
+    (void)state;
+    const char *k1 = "alpha";
+    char b[16];
+    const char *k2 = key_in(part_of(k1), k1, b);
+    unsigned p = rf3_v1_committed(k1);
+    size_t len;
+    assert_int_equal(record_flags(1, p, &len), 4); /* exact, and no redo */
+    assert_int_equal(len, 18 + 16);                /* one epoch-cache entry */
+    /* Position 2 reaches n1 with a second record outside the partition: the
+     * first record was put, then the batch is refused; nothing stays. */
+    put(0, k2, "v2");
+    turn_end(0);
+    msg m;
+    assert_non_null(queued_copy("KEEL.REP.APPEND", 1, &m));
+    pump(1);
+    kbuf bad;
+    kbuf_init(&bad);
+    assert_int_equal(kbuf_append(&bad, m.argv[5], m.len[5]), 0);
+    unsigned other = (part_of(k1) + 1) % NP * (16384 / NP);
+    assert_int_equal(move_put_record(&bad, other, "x", 1, "y", 1), 0);
+    const char *argv[6];
+    size_t alen[6];
+    for (int a = 0; a < 5; a++)
+        argv[a] = m.argv[a], alen[a] = m.len[a];
+    argv[5] = bad.p, alen[5] = bad.len;
+    assert_int_equal(rep_message(nodes[1].rp, "n0", 6, argv, alen), 0);
+    kbuf_close(&bad);
+    turn_end(1);
+    assert_int_equal(rep_end(nodes[1].rp, p), 1);
+    assert_false(has(1, k2, "v2"));
+    nq = 0; /* n1's SUB for a copy: not delivered here */
+    close_node(1);
+    open_node(1);
+    assert_int_equal(rep_end(nodes[1].rp, p), 1);
+    assert_int_equal(record_flags(1, p, &len), 4);
+    /* An older Keel's record: {lo 1, hi 2, redo flag, the epoch cache, the
+     * batch at 2}, written before the batch it carries. */
+    close_node(1);
+    store *st;
+    store_opts so;
+    store_opts_default(&so);
+    char err[200];
+    assert_int_equal(store_open(nodes[1].dir, &so, &st, err, sizeof err), 0);
+    char rec[18 + 16 + 8 + 512];
+    assert_true(m.len[5] <= 512);
+    move_be64(rec, 1);
+    move_be64(rec + 8, 2);
+    rec[16] = 2;
+    rec[17] = 1;
+    move_be64(rec + 18, 1); /* epoch 1 from position 1 */
+    move_be64(rec + 26, 1);
+    move_be64(rec + 34, 1); /* the batch's epoch */
+    memcpy(rec + 42, m.argv[5], m.len[5]);
+    char name[32];
+    snprintf(name, sizeof name, "rep/%u", p);
+    assert_int_equal(store_meta_put(st, name, rec, 42 + m.len[5]), 0);
+    store_free(st);
+    msg_free(&m);
+    open_node(1); /* rep_restore applies the redo */
+    assert_int_equal(rep_end(nodes[1].rp, p), 2);
+    assert_true(has(1, k2, "v2"));
+}
+
 static void test_power_loss_leader_claimed_lost_batch(void **state) {
     (void)state;
     char b[16];
@@ -637,6 +738,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_power_loss_leader_claimed_lost_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power_loss_releader_kept_follower_tail, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_follower_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resigned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_early_sub, setup, teardown),
     };

@@ -166,6 +166,12 @@ static void test_mutation_restore_hi(void **state) {
     caught("restore-a-leader's-end-at-hi", REP_MUT_RESTORE_HI, 0);
 }
 
+/* A follower's exact record written apart from (ahead of) its batch. */
+static void test_mutation_record_apart(void **state) {
+    (void)state;
+    caught("follower-record-apart-from-its-batch", REP_MUT_RECORD_APART, 0);
+}
+
 static void test_mutation_early_ack(void **state) {
     (void)state;
     caught("follower-ACK-before-its-fsync", 0, REPSIM_MUT_EARLY_ACK);
@@ -253,6 +259,7 @@ int main(void) {
         cmocka_unit_test(test_mutation_no_truncate),
         cmocka_unit_test(test_mutation_no_lease),
         cmocka_unit_test(test_mutation_restore_hi),
+        cmocka_unit_test(test_mutation_record_apart),
         cmocka_unit_test(test_mutation_early_ack),
         cmocka_unit_test(test_mutation_reply_before_sync),
         cmocka_unit_test(test_mutation_remove_before_isr),

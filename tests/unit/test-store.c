@@ -769,6 +769,64 @@ static void test_meta_put_failpoint(void **state) {
     assert_int_equal(store_meta_put(f->s, "m", "1", 1), 0);
 }
 
+/* store_txn_meta_put: a metadata record that commits or aborts with its txn
+ * and reaches RocksDB in the turn's one write (after the data, so a crash
+ * keeps both or neither): visible once the turn is written; an aborted
+ * txn's record is gone with its data; a failed turn write stores neither;
+ * the last of two records of one name in a turn wins; bad calls refused. */
+static void test_txn_meta_put(void **state) {
+    fx *f = *state;
+    char *v;
+    size_t n;
+    store_txn *t = store_txn_begin(f->s);
+    assert_int_equal(store_txn_commit(t), 0);
+    assert_int_equal(store_txn_meta_put(t, "m", "1", 1), KEEL_EINVAL); /* closed */
+    t = store_txn_begin(f->s);
+    assert_int_equal(store_txn_meta_put(t, NULL, "1", 1), KEEL_EINVAL);
+    assert_int_equal(store_txn_meta_put(t, "m", NULL, 1), KEEL_EINVAL);
+    assert_int_equal(store_txn_put(t, 7, "a", 1, STORE_T_STRING, 0, "x", 1), 0);
+    assert_int_equal(store_txn_meta_put(t, "m", "1", 1), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    assert_int_equal(store_meta_get(f->s, "m", &v, &n), KEEL_ENOTFOUND); /* turn not written */
+    t = store_txn_begin(f->s); /* aborted: neither its data nor its record */
+    assert_int_equal(store_txn_put(t, 7, "b", 1, STORE_T_STRING, 0, "y", 1), 0);
+    assert_int_equal(store_txn_meta_put(t, "gone", "2", 1), 0);
+    store_txn_abort(t);
+    t = store_txn_begin(f->s); /* a second record of "m" in the turn: it wins */
+    assert_int_equal(store_txn_meta_put(t, "m", "22", 2), 0);
+    assert_int_equal(store_txn_meta_put(t, "empty", NULL, 0), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    assert_int_equal(store_sync(f->s, NULL), 0);
+    assert_int_equal(store_meta_get(f->s, "m", &v, &n), 0);
+    assert_int_equal(n, 2);
+    assert_memory_equal(v, "22", 2);
+    free(v);
+    assert_int_equal(store_meta_get(f->s, "empty", &v, &n), 0);
+    assert_int_equal(n, 0);
+    free(v);
+    assert_int_equal(store_meta_get(f->s, "gone", &v, &n), KEEL_ENOTFOUND);
+    check_value(f->s, 7, "a", 1, "x", 1);
+    check_missing(f->s, 7, "b");
+    /* A record alone in a turn (no data) is written and synced too. */
+    t = store_txn_begin(f->s);
+    assert_int_equal(store_txn_meta_put(t, "alone", "3", 1), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    reopen(f, STORE_FSYNC_ALWAYS); /* a clean close writes and syncs the turn */
+    assert_int_equal(store_meta_get(f->s, "alone", &v, &n), 0);
+    free(v);
+    /* The turn's write fails: neither the data nor the record is stored. */
+    t = store_txn_begin(f->s);
+    assert_int_equal(store_txn_put(t, 7, "c", 1, STORE_T_STRING, 0, "z", 1), 0);
+    assert_int_equal(store_txn_meta_put(t, "fp", "4", 1), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    assert_int_equal(failpoint_set("store.turn_write", "1*error", NULL, 0), 0);
+    assert_int_not_equal(store_sync(f->s, NULL), 0);
+    failpoint_clear_all();
+    reopen(f, STORE_FSYNC_NO);
+    assert_int_equal(store_meta_get(f->s, "fp", &v, &n), KEEL_ENOTFOUND);
+    check_missing(f->s, 7, "c");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -787,6 +845,7 @@ int main(void) {
         T(test_turn_visible_to_scan),
         T(test_txn_get_put_del_stats),
         T(test_txn_abort),
+        T(test_txn_meta_put),
         T(test_invalid_args),
         T(test_expiry_hides),
         T(test_put_over_expired),
