@@ -814,7 +814,7 @@ static const ccmd table[] = {
     {"keel.heartbeat", 3, 3, F_PEER | F_NOAUTH, NULL, c_keel_heartbeat},
     {"keel.leave", 1, 1, F_PEER | F_NOAUTH, NULL, c_keel_leave},
     {"keel.move.report", 8, 9, F_PEER | F_NOAUTH, NULL, c_keel_move_report},
-    {"keel.rep.handoff", 1, 1, F_PEER | F_NOAUTH, NULL, coord_c_keel_rep_handoff},
+    {"keel.rep.handoff", 1, 2, F_PEER | F_NOAUTH, NULL, coord_c_keel_rep_handoff},
 };
 
 int coord_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
@@ -991,6 +991,11 @@ void coord_render_metrics(void *arg, kbuf *b) {
     counter(b, "keel_replica_moves_aborted_total", "Replica moves aborted.", rc.aborted);
     counter(b, "keel_leadership_transfers_total", "Clean leadership transfers committed.",
             rc.transfers);
+    counter(b, "keel_resign_requests_total",
+            "KEEL.REP.RESIGN requests sent to leaders (one carries up to 32 partitions).",
+            rc.resign_requests);
+    counter(b, "keel_resign_partitions_total", "Partitions those RESIGN requests carried.",
+            rc.resign_partitions);
     gauge(b, "keel_leadership_transfer_max_seconds",
           "Longest transfer: RESIGN sent to the leader change committed.",
           rc.max_transfer_ms / 1000.0);

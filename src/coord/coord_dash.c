@@ -372,6 +372,8 @@ static void moves_json(dash *d, cJSON *root) {
     cJSON_AddNumberToObject(r, "aborted_total", (double)rc.aborted);
     cJSON_AddNumberToObject(r, "transfers_total", (double)rc.transfers);
     cJSON_AddNumberToObject(r, "max_transfer_ms", rc.max_transfer_ms);
+    cJSON_AddNumberToObject(r, "resign_requests_total", (double)rc.resign_requests);
+    cJSON_AddNumberToObject(r, "resign_partitions_total", (double)rc.resign_partitions);
 }
 
 /* The planner's dry run, recomputed at most every PLAN_TTL_MS. */

@@ -9,8 +9,17 @@
  *                                       in-sync follower; the reply
  *                                       *2 :moved :left comes when all ended
  *                                       or after COORD_HANDOFF_MS
+ *   KEEL.REP.HANDOFF START|STATUS       the same, answered at once so that
+ *                                       the node's heartbeats (its leases,
+ *                                       its ISR proposals) go on meanwhile:
+ *                                       START begins it (+HANDING-OFF);
+ *                                       STATUS is +HANDING-OFF until it
+ *                                       ended, then *2 :moved :left once;
+ *                                       -ERR no hand-off under way
  *
- * Both hold their connection (coord_defer.h): the loop never waits.
+ * PROMOTE and the plain HANDOFF hold their connection (coord_defer.h): the
+ * loop never waits. A held HANDOFF also holds the node's heartbeats behind
+ * it on that connection, which is why nodes use START and STATUS.
  * The executor (coord_repmove.c) does the work; these parse and reply.
  */
 #include "coord/coord_defer.h"
@@ -90,6 +99,30 @@ static void handed_off(coord *co, unsigned moved, unsigned left, void *arg) {
 }
 
 void coord_c_keel_rep_handoff(cctx *x, const char *id) {
+    if (x->argc == 2) {
+        unsigned moved = 0, left = 0;
+        int st;
+        if (!strcasecmp(x->argv[1], "start")) {
+            if (coord_repmove_handoff_start(x->co, id, COORD_HANDOFF_MS)) {
+                coord_reply_err(x, "ERR hand-off failed: the map store cannot be read");
+                return;
+            }
+            resp_w_simple(&x->c->out, "HANDING-OFF");
+        } else if (!strcasecmp(x->argv[1], "status")) {
+            if ((st = coord_repmove_handoff_status(x->co, id, &moved, &left)) < 0) {
+                coord_reply_err(x, "ERR no hand-off under way");
+            } else if (st > 0) {
+                resp_w_simple(&x->c->out, "HANDING-OFF");
+            } else {
+                resp_w_array(&x->c->out, 2);
+                resp_w_int(&x->c->out, moved);
+                resp_w_int(&x->c->out, left);
+            }
+        } else {
+            coord_reply_err(x, "ERR bad KEEL.REP.HANDOFF: [START|STATUS]");
+        }
+        return;
+    }
     coord_deferred *d = coord_defer_hold(x);
     if (!d) {
         coord_reply_err(x, "ERR out of memory");

@@ -26,6 +26,8 @@
 
 #define TICK_MS 50
 #define RESIGN_RETRY_MS 200 /* after a refused or lost RESIGN */
+#define RESIGN_BATCH_MAX 32 /* partitions per KEEL.REP.RESIGN (a node holds 64 at once) */
+#define RESIGN_QUEUE_MAX 1024
 #define WRITE_RETRY_MS 200  /* after a write that failed (not a CAS miss) */
 #define KEEP_FINISHED 64    /* finished moves kept for `keel moves` */
 #define NUDGES_MAX 32       /* nudges waiting for a link at once */
@@ -55,16 +57,34 @@ typedef struct handoff {
     int64_t deadline_ms;
     uint64_t *ids;
     size_t n;
-    coord_handoff_done done;
+    unsigned moved; /* its transfers that committed (handoff_move_end) */
+    coord_handoff_done done; /* NULL: polled (coord_repmove_handoff_status) */
     void *arg;
+    /* A polled hand-off once ended: its result, kept for the node's next
+     * poll until HANDOFF_KEEP_MS after the end. */
+    int ended;
+    unsigned left;
+    int64_t ended_ms;
     struct handoff *next;
 } handoff;
+
+#define HANDOFF_KEEP_MS 60000
+
+struct resign_tag;
 
 typedef struct coord_repmoves_state {
     coord *co;
     int stopping;
+    int handles; /* open libuv handles; the state is freed when the last closes */
     coord_links links;
     uv_timer_t timer;
+    /* RESIGNs asked for in this loop iteration, sent at its end by rflush
+     * (a 0 ms timer) as one KEEL.REP.RESIGN per leader of up to
+     * RESIGN_BATCH_MAX partitions: a hand-off's transfers are then held on
+     * the node together, not one after another on the one link. */
+    uv_timer_t rflush;
+    struct resign_tag *rq[RESIGN_QUEUE_MAX];
+    size_t nrq;
     rm *head;
     uint64_t next_id;
     handoff *handoffs;
@@ -283,6 +303,8 @@ typedef struct resign_tag {
     rms *x;
     uint64_t id, le;
     char target[KEEL_ID_MAX + 1];
+    char leader[KEEL_ID_MAX + 1];
+    char p[12], les[24]; /* the request's arguments */
 } resign_tag;
 
 /* *2 :end-position :leader_epoch, the epoch the one we asked about. */
@@ -293,9 +315,8 @@ static int resign_ok(const redisReply *r, uint64_t le) {
            (uint64_t)r->element[1]->integer == le;
 }
 
-static void on_resign(void *arg, void *tag, redisReply *r) {
-    (void)arg;
-    resign_tag *t = tag;
+/* One partition's answer (r NULL: the link went down); frees t. */
+static void resign_done(resign_tag *t, const redisReply *r) {
     rms *x = t->x;
     rm *m = x->stopping ? NULL : find(x, t->id);
     if (m && !m->finished) {
@@ -316,22 +337,87 @@ static void on_resign(void *arg, void *tag, redisReply *r) {
     free(t);
 }
 
+typedef struct resign_batch {
+    size_t n;
+    resign_tag *t[RESIGN_BATCH_MAX];
+} resign_batch;
+
+/* One answer for one partition, an array of n answers for n > 1; anything
+ * else (an error for the whole request, the link down) is every one's. */
+static void on_resign(void *arg, void *tag, redisReply *r) {
+    (void)arg;
+    resign_batch *b = tag;
+    int each = b->n > 1 && r && r->type == REDIS_REPLY_ARRAY && r->elements == b->n;
+    for (size_t i = 0; i < b->n; i++)
+        resign_done(b->t[i], each ? r->element[i] : r);
+    free(b);
+}
+
+static void unbusy(rms *x, resign_tag *t) {
+    rm *m = find(x, t->id);
+    if (m) m->busy = 0; /* the next tick tries again */
+    free(t);
+}
+
+/* Sends b (all to one leader) as one KEEL.REP.RESIGN; on failure the moves
+ * are free to try again. */
+static void resign_send(rms *x, resign_batch *b) {
+    coord_link *l = coord_links_ready_for(&x->links, b->t[0]->leader, coord_now(x->co));
+    const char *argv[2 + 3 * RESIGN_BATCH_MAX];
+    char term[24];
+    snprintf(term, sizeof term, "%llu", (unsigned long long)x->co->term);
+    int argc = 0;
+    argv[argc++] = "KEEL.REP.RESIGN";
+    argv[argc++] = term;
+    for (size_t i = 0; i < b->n; i++) {
+        argv[argc++] = b->t[i]->p;
+        argv[argc++] = b->t[i]->les;
+        argv[argc++] = b->t[i]->target;
+    }
+    if (l && coord_elect_may_act() && peerlink_send(l->pl, on_resign, b, argc, argv, NULL) == 0) {
+        keel_log(KEEL_LOG_INFO, "resign_sent", "leader=%s partitions=%zu", b->t[0]->leader, b->n);
+        x->counts.resign_requests++;
+        x->counts.resign_partitions += b->n;
+        return;
+    }
+    for (size_t i = 0; i < b->n; i++)
+        unbusy(x, b->t[i]);
+    free(b);
+}
+
+static void on_rflush(uv_timer_t *h) {
+    rms *x = h->data;
+    while (x->nrq) {
+        resign_batch *b = calloc(1, sizeof *b);
+        const char *leader = x->rq[0]->leader;
+        size_t keep = 0;
+        for (size_t i = 0; i < x->nrq; i++) {
+            resign_tag *t = x->rq[i];
+            if (b && b->n < RESIGN_BATCH_MAX && strcmp(t->leader, leader) == 0)
+                b->t[b->n++] = t;
+            else if (!b && strcmp(t->leader, leader) == 0)
+                unbusy(x, t); /* out of memory */
+            else
+                x->rq[keep++] = t;
+        }
+        x->nrq = keep;
+        if (b) resign_send(x, b);
+    }
+}
+
 static void send_resign(rms *x, rm *m, const rmove_action *a) {
     coord_link *l = coord_links_ready_for(&x->links, a->leader, coord_now(x->co));
     if (!l || !coord_elect_may_act()) return; /* dialling: the next tick tries again */
+    if (x->nrq == RESIGN_QUEUE_MAX) on_rflush(&x->rflush);
     resign_tag *t = calloc(1, sizeof *t);
     if (!t) return;
     *t = (resign_tag){.x = x, .id = m->mv.id, .le = a->leader_epoch};
     snprintf(t->target, sizeof t->target, "%s", a->target);
-    char term[24], p[24], le[24];
-    snprintf(term, sizeof term, "%llu", (unsigned long long)x->co->term);
-    snprintf(p, sizeof p, "%u", m->mv.partition);
-    snprintf(le, sizeof le, "%llu", (unsigned long long)a->leader_epoch);
-    const char *argv[] = {"KEEL.REP.RESIGN", term, p, le, a->target};
-    if (peerlink_send(l->pl, on_resign, t, 5, argv, NULL)) {
-        free(t);
-        return;
-    }
+    snprintf(t->leader, sizeof t->leader, "%s", a->leader);
+    snprintf(t->p, sizeof t->p, "%u", m->mv.partition);
+    snprintf(t->les, sizeof t->les, "%llu", (unsigned long long)a->leader_epoch);
+    x->rq[x->nrq++] = t;
+    if (!uv_is_active((uv_handle_t *)&x->rflush)) uv_timer_start(&x->rflush, on_rflush, 0, 0);
     if (!m->resign_us) m->resign_us = keel_mono_us();
     m->busy = 1;
 }
@@ -627,21 +713,33 @@ static unsigned still_leads(coord *co, const char *node) {
 }
 
 static void handoff_end(rms *x, handoff *h) {
-    unsigned moved = 0;
-    for (size_t i = 0; i < h->n; i++) {
-        rm *m = find(x, h->ids[i]);
-        moved += m && m->finished && !m->abort_reason[0];
-    }
     unsigned left = still_leads(x->co, h->node);
     keel_log(left ? KEEL_LOG_WARN : KEEL_LOG_INFO, "handoff_done", "node=%s moved=%u left=%u",
-             h->node, moved, left);
-    h->done(x->co, moved, left, h->arg);
+             h->node, h->moved, left);
+    if (h->done) h->done(x->co, h->moved, left, h->arg);
+    h->ended = 1;
+    h->left = left;
+    h->ended_ms = coord_now(x->co);
+}
+
+static void handoff_free(handoff *h) {
+    free(h->ids);
+    free(h);
 }
 
 static void check_handoffs(rms *x) {
     int64_t now = coord_now(x->co);
     for (handoff **pp = &x->handoffs; *pp;) {
         handoff *h = *pp;
+        if (h->ended) { /* polled, and not yet fetched */
+            if (now - h->ended_ms < HANDOFF_KEEP_MS) {
+                pp = &h->next;
+                continue;
+            }
+            *pp = h->next;
+            handoff_free(h);
+            continue;
+        }
         int open = 0;
         for (size_t i = 0; i < h->n && !open; i++) {
             rm *m = find(x, h->ids[i]);
@@ -651,11 +749,25 @@ static void check_handoffs(rms *x) {
             pp = &h->next;
             continue;
         }
-        *pp = h->next;
         handoff_end(x, h);
-        free(h->ids);
-        free(h);
+        if (!h->done) { /* polled: kept for the node's next poll */
+            pp = &h->next;
+            continue;
+        }
+        *pp = h->next;
+        handoff_free(h);
     }
+}
+
+/* A hand-off's transfer ended (rm.on_end): counted if it committed. */
+static void handoff_move_end(coord *co, uint64_t id, const char *abort_reason, double transfer_ms,
+                             void *arg) {
+    (void)transfer_ms, (void)arg;
+    rms *x = state_of(co);
+    if (!x || abort_reason) return;
+    for (handoff *h = x->handoffs; h; h = h->next)
+        for (size_t i = 0; i < h->n; i++)
+            if (h->ids[i] == id && !h->ended) h->moved++;
 }
 
 /* Leaderships per node, to spread what the leaving node led. */
@@ -731,10 +843,13 @@ int coord_repmove_handoff(coord *co, const char *node, int64_t timeout, coord_ha
             keel_log(KEEL_LOG_WARN, "handoff_no_target", "node=%s partition=%u", node, p->id);
             continue;
         }
+        rm *m = NULL;
         int64_t id =
-            create(co, p->id, RMOVE_PROMOTE, NULL, NULL, to, "handoff", err, sizeof err, NULL);
-        if (id > 0)
+            create(co, p->id, RMOVE_PROMOTE, NULL, NULL, to, "handoff", err, sizeof err, &m);
+        if (id > 0) {
             h->ids[h->n++] = (uint64_t)id;
+            if (m && !m->on_end) m->on_end = handoff_move_end;
+        }
         else
             keel_log(KEEL_LOG_WARN, "handoff_refused", "node=%s partition=%u error=\"%s\"", node,
                      p->id, err);
@@ -743,6 +858,44 @@ int coord_repmove_handoff(coord *co, const char *node, int64_t timeout, coord_ha
     keel_log(KEEL_LOG_INFO, "handoff_started", "node=%s transfers=%zu", node, h->n);
     h->next = x->handoffs;
     x->handoffs = h; /* answered from a tick (even with nothing to transfer) */
+    return 0;
+}
+
+static handoff *handoff_of(rms *x, const char *node, int polled) {
+    for (handoff *h = x->handoffs; h; h = h->next)
+        if (!strcmp(h->node, node) && (!polled || !h->done)) return h;
+    return NULL;
+}
+
+int coord_repmove_handoff_start(coord *co, const char *node, int64_t timeout_ms) {
+    rms *x = state_of(co);
+    if (!x) return KEEL_EINVAL;
+    handoff *h = handoff_of(x, node, 1);
+    if (h && !h->ended) return 0; /* one under way: the node polls it */
+    if (h) { /* an old result nobody fetched: a new stop */
+        for (handoff **pp = &x->handoffs; *pp; pp = &(*pp)->next)
+            if (*pp == h) {
+                *pp = h->next;
+                break;
+            }
+        handoff_free(h);
+    }
+    return coord_repmove_handoff(co, node, timeout_ms, NULL, NULL);
+}
+
+int coord_repmove_handoff_status(coord *co, const char *node, unsigned *moved, unsigned *left) {
+    rms *x = state_of(co);
+    handoff *h = x ? handoff_of(x, node, 1) : NULL;
+    if (!h) return -1;
+    if (!h->ended) return 1;
+    *moved = h->moved;
+    *left = h->left;
+    for (handoff **pp = &x->handoffs; *pp; pp = &(*pp)->next)
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    handoff_free(h);
     return 0;
 }
 
@@ -755,13 +908,17 @@ int coord_repmoves_start(coord *co) {
     coord_links_init(&x->links, co, on_link_ready, x);
     uv_timer_init(co->loop, &x->timer);
     x->timer.data = x;
+    uv_timer_init(co->loop, &x->rflush);
+    x->rflush.data = x;
+    x->handles = 2;
     uv_timer_start(&x->timer, on_tick, TICK_MS, TICK_MS);
     co->repmv = x;
     return 0;
 }
 
 static void on_closed(uv_handle_t *h) {
-    free(h->data);
+    rms *x = h->data;
+    if (--x->handles == 0) free(x);
 }
 
 void coord_repmoves_stop(coord *co) {
@@ -771,15 +928,19 @@ void coord_repmoves_stop(coord *co) {
     coord_links_close(&x->links);
     for (handoff *h = x->handoffs, *next; h; h = next) {
         next = h->next;
-        free(h->ids);
-        free(h);
+        handoff_free(h);
     }
     for (rm *m = x->head, *next; m; m = next) {
         next = m->next;
         free(m);
     }
     x->head = NULL;
+    for (size_t i = 0; i < x->nrq; i++)
+        free(x->rq[i]);
+    x->nrq = 0;
     uv_timer_stop(&x->timer);
     uv_close((uv_handle_t *)&x->timer, on_closed);
+    uv_timer_stop(&x->rflush);
+    uv_close((uv_handle_t *)&x->rflush, on_closed);
     co->repmv = NULL;
 }

@@ -102,13 +102,25 @@ void coord_repmoves_annotate(coord *co, struct plan_model *m);
  * or KEEL_ENOMEM / KEEL_EINVAL (the executor is not running, or the map
  * store could not be read); done never runs then. */
 typedef void (*coord_handoff_done)(coord *co, unsigned moved, unsigned left, void *arg);
+/* done NULL: the hand-off is polled instead (coord_repmove_handoff_status). */
 int coord_repmove_handoff(coord *co, const char *node, int64_t timeout_ms, coord_handoff_done done,
                           void *arg);
+/* KEEL.REP.HANDOFF START / STATUS (a node that keeps heartbeating while it
+ * hands off): start starts a polled hand-off of node's leaderships, unless
+ * one is under way (then nothing: 0); an ended one's result not yet
+ * fetched is dropped. Returns 0 or as coord_repmove_handoff. status: 1
+ * under way; 0 ended, with *moved and *left (as done's), and forgotten; -1
+ * none (never started, fetched already, or kept past 60 s). */
+int coord_repmove_handoff_start(coord *co, const char *node, int64_t timeout_ms);
+int coord_repmove_handoff_status(coord *co, const char *node, unsigned *moved, unsigned *left);
 
 /* Counters for STATUS and metrics. */
 typedef struct coord_repmove_counts {
     uint64_t started, done, aborted, transfers;
     double last_transfer_ms, max_transfer_ms; /* RESIGN sent -> leader change committed */
+    /* KEEL.REP.RESIGN requests sent, and the partitions they carried (a
+     * hand-off sends up to 32 partitions of one leader per request) */
+    uint64_t resign_requests, resign_partitions;
 } coord_repmove_counts;
 void coord_repmoves_counts(coord *co, coord_repmove_counts *out);
 

@@ -60,11 +60,14 @@ typedef struct sealed_turn {
     seal_pair *pairs;
 } sealed_turn;
 
-/* A KEEL.REP.RESIGN held until its target acknowledged the end (C5). */
+/* One partition of a KEEL.REP.RESIGN, held until its target acknowledged
+ * the end (C5). A RESIGN of k partitions holds k of these, idx 0..k-1. */
 typedef struct resign {
     int active;
-    int done; /* 0 waiting, 1 target caught up, -1 timed out or leadership lost */
-    unsigned p;
+    /* 0 waiting, 1 target caught up, -1 timed out or leadership lost, -2
+     * refused at once (not the leader in that epoch) */
+    int done;
+    unsigned p, idx;
     uint64_t le, end, deadline_us;
     char target[KEEL_ID_MAX + 1];
     client *c; /* NULL once the coordinator's connection closed */
@@ -625,8 +628,14 @@ void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer, i
 
 void node_rep_peer_closed(node_rep *nr, const client *c, const char *peer) {
     if (!nr) return;
-    for (int i = 0; i < RESIGNS_MAX; i++)
-        if (nr->resigns[i].active && nr->resigns[i].c == c) nr->resigns[i].c = NULL;
+    for (int i = 0; i < RESIGNS_MAX; i++) {
+        resign *g = &nr->resigns[i];
+        if (!g->active || g->c != c) continue;
+        if (g->done)
+            g->active = 0; /* its answer had nobody to go to */
+        else
+            g->c = NULL; /* resign_tick frees it once done */
+    }
     if (!peer) return;
     rlink *l = link_find(nr, peer);
     if (l && l->in_client == c->id) rep_peer_down(nr->eng, peer);
@@ -638,6 +647,13 @@ static resign *resign_of(node_rep *nr, const client *c) {
     for (int i = 0; i < RESIGNS_MAX; i++)
         if (nr->resigns[i].active && nr->resigns[i].c == c) return &nr->resigns[i];
     return NULL;
+}
+
+/* c's RESIGN still has a partition waiting. */
+static int waits_for(node_rep *nr, const client *c) {
+    for (int i = 0; i < RESIGNS_MAX; i++)
+        if (nr->resigns[i].active && nr->resigns[i].c == c && !nr->resigns[i].done) return 1;
+    return 0;
 }
 
 /* Each tick: a waiting RESIGN is done once its target acknowledged the
@@ -665,10 +681,10 @@ static void resign_tick(node_rep *nr, uint64_t now) {
             continue;
         }
         if (nr->resigns_waiting) nr->resigns_waiting--;
-        if (g->c)
-            rserver_resume(g->c);
-        else
+        if (!g->c)
             g->active = 0; /* nobody to answer */
+        else if (!waits_for(nr, g->c))
+            rserver_resume(g->c); /* the last of its RESIGN's partitions */
     }
     /* Called after the turn's or the tick's store_sync: the announcements
      * leave now, before the clients this node now redirects reach the
@@ -676,30 +692,60 @@ static void resign_tick(node_rep *nr, uint64_t now) {
     if (announced) flush_all(nr);
 }
 
+/* The answer for one partition of c's RESIGN (its slot g, NULL if it got
+ * none: more than RESIGNS_MAX at once), and frees the slot. */
+static void resign_answer(node_rep *nr, client *c, resign *g) {
+    if (!g) {
+        resp_w_error(&c->out, "ERR too many transfers at once; retry");
+        return;
+    }
+    if (g->done > 0) {
+        resp_w_array(&c->out, 2);
+        resp_w_int(&c->out, (long long)g->end);
+        resp_w_int(&c->out, (long long)g->le);
+        keel_log(KEEL_LOG_INFO, "rep_resigned", "partition=%u epoch=%llu end=%llu target=%s",
+                 g->p, (unsigned long long)g->le, (unsigned long long)g->end, g->target);
+    } else {
+        resp_w_error(&c->out, g->done == -1 && rep_role(nr->eng, g->p) == REP_LEADER
+                                  ? "ERR resign timed out"
+                                  : "ERR not the leader of that partition in that epoch");
+    }
+    g->active = 0;
+}
+
+static resign *slot_of(node_rep *nr, const client *c, unsigned idx) {
+    for (int i = 0; i < RESIGNS_MAX; i++)
+        if (nr->resigns[i].active && nr->resigns[i].c == c && nr->resigns[i].idx == idx)
+            return &nr->resigns[i];
+    return NULL;
+}
+
 int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t *len) {
+    int k = (argc - 2) / 3;
     resign *g = resign_of(nr, c);
-    if (g && g->done) { /* the re-dispatch of a held RESIGN: its answer */
-        if (g->done > 0) {
-            resp_w_array(&c->out, 2);
-            resp_w_int(&c->out, (long long)g->end);
-            resp_w_int(&c->out, (long long)g->le);
-            keel_log(KEEL_LOG_INFO, "rep_resigned", "partition=%u epoch=%llu end=%llu target=%s",
-                     g->p, (unsigned long long)g->le, (unsigned long long)g->end, g->target);
-        } else {
-            resp_w_error(&c->out, rep_role(nr->eng, g->p) == REP_LEADER
-                                      ? "ERR resign timed out"
-                                      : "ERR not the leader of that partition in that epoch");
-        }
-        g->active = 0;
+    if (g) { /* the re-dispatch of a held RESIGN: its answers, in order */
+        if (waits_for(nr, c)) return RSERVER_HOLD; /* cannot be: resumed only when done */
+        if (k > 1) resp_w_array(&c->out, (size_t)k);
+        for (int i = 0; i < k; i++)
+            resign_answer(nr, c, slot_of(nr, c, (unsigned)i));
         return 0;
     }
-    if (g) return RSERVER_HOLD; /* cannot be: resumed only when done */
-    uint64_t term, p, le;
-    if (argc != 5 || keel_parse_u64(argv[1], len[1], &term) ||
-        keel_parse_u64(argv[2], len[2], &p) || keel_parse_u64(argv[3], len[3], &le) ||
-        p >= nr->np || len[4] == 0 || len[4] > KEEL_ID_MAX) {
-        resp_w_error(&c->out, "ERR bad KEEL.REP.RESIGN: term partition leader-epoch target");
+    uint64_t term;
+    if (argc < 5 || (argc - 2) % 3 || keel_parse_u64(argv[1], len[1], &term)) {
+        resp_w_error(&c->out,
+                     "ERR bad KEEL.REP.RESIGN: term partition leader-epoch target [partition "
+                     "leader-epoch target ...]");
         return 0;
+    }
+    for (int i = 0; i < k; i++) { /* all of it well formed, or none of it is done */
+        uint64_t p, le;
+        int a = 2 + 3 * i;
+        if (keel_parse_u64(argv[a], len[a], &p) || keel_parse_u64(argv[a + 1], len[a + 1], &le) ||
+            p >= nr->np || len[a + 2] == 0 || len[a + 2] > KEEL_ID_MAX) {
+            resp_w_error(&c->out, "ERR bad KEEL.REP.RESIGN: term partition leader-epoch target "
+                                  "[partition leader-epoch target ...]");
+            return 0;
+        }
     }
     directive_verdict v = coordlink_check_term(nr->s->link, 1, term);
     if (v != DIRECTIVE_ACCEPT) {
@@ -708,26 +754,40 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
         resp_w_error(&c->out, msg);
         return 0;
     }
-    if (nr->rf[p] <= 1 || rep_role(nr->eng, (unsigned)p) != REP_LEADER ||
-        rep_epoch(nr->eng, (unsigned)p) != le) {
-        resp_w_error(&c->out, "ERR not the leader of that partition in that epoch");
-        return 0;
+    int held = 0, slot = 0;
+    uint64_t now = keel_mono_us();
+    for (int i = 0; i < k; i++) {
+        int a = 2 + 3 * i;
+        uint64_t p, le;
+        (void)keel_parse_u64(argv[a], len[a], &p);
+        (void)keel_parse_u64(argv[a + 1], len[a + 1], &le);
+        while (slot < RESIGNS_MAX && nr->resigns[slot].active)
+            slot++;
+        if (slot == RESIGNS_MAX) break; /* the rest: "too many" */
+        g = &nr->resigns[slot];
+        *g = (resign){.active = 1, .p = (unsigned)p, .idx = (unsigned)i, .le = le, .c = c,
+                      .deadline_us = now + RESIGN_US};
+        memcpy(g->target, argv[a + 2], len[a + 2]);
+        g->target[len[a + 2]] = 0;
+        if (nr->rf[p] <= 1 || rep_role(nr->eng, (unsigned)p) != REP_LEADER ||
+            rep_epoch(nr->eng, (unsigned)p) != le) {
+            g->done = -2;
+            continue;
+        }
+        nr->refuse_le[p] = le; /* no new write from now on */
+        nr->resigns_waiting++;
+        held++;
+        keel_log(KEEL_LOG_INFO, "rep_resigning", "partition=%u epoch=%llu target=%s", (unsigned)p,
+                 (unsigned long long)le, g->target);
     }
-    for (int i = 0; i < RESIGNS_MAX && !g; i++)
-        if (!nr->resigns[i].active) g = &nr->resigns[i];
-    if (!g) {
-        resp_w_error(&c->out, "ERR too many transfers at once; retry");
-        return 0;
-    }
-    *g = (resign){
-        .active = 1, .p = (unsigned)p, .le = le, .c = c, .deadline_us = keel_mono_us() + RESIGN_US};
-    memcpy(g->target, argv[4], len[4]);
-    g->target[len[4]] = 0;
-    nr->refuse_le[p] = le; /* no new write from now on */
-    nr->resigns_waiting++;
-    keel_log(KEEL_LOG_INFO, "rep_resigning", "partition=%u epoch=%llu target=%s", (unsigned)p,
-             (unsigned long long)le, g->target);
-    return RSERVER_HOLD;
+    if (k > 1 || held < k)
+        keel_log(held < k ? KEEL_LOG_WARN : KEEL_LOG_INFO, "rep_resign_request",
+                 "partitions=%d held=%d", k, held);
+    if (held) return RSERVER_HOLD;
+    if (k > 1) resp_w_array(&c->out, (size_t)k); /* nothing to wait for: answered now */
+    for (int i = 0; i < k; i++)
+        resign_answer(nr, c, slot_of(nr, c, (unsigned)i));
+    return 0;
 }
 
 /* ---- Life ------------------------------------------------------------------- */

@@ -125,15 +125,22 @@ void node_rep_lease(node_rep *nr, int lease, uint64_t version, uint64_t sent_us)
  * c (client_id): appends one reply to out. */
 void node_rep_peer_command(node_rep *nr, uint64_t client_id, const char *peer_id, int argc,
                            char **argv, const size_t *len, kbuf *out);
-/* KEEL.REP.RESIGN term p leader-epoch target from the coordinator
- * (contract C5; the caller checked the peer is the coordinator): admits
- * the term (coordlink's directive guard), stops taking writes of p
- * (-TRYAGAIN) and holds the request until target acknowledged this node's
- * end position, then answers *2 :end :leader-epoch; after 5 s, or if this
- * node stops leading p in that epoch, -ERR and p serves again. After an OK
- * writes and reads of p get -MOVED to target (rep_resign_announce tells
- * the followers) until a map changes p's leader or leader epoch.
- * Returns 0 (replied to c->out) or RSERVER_HOLD (rserver_resume follows). */
+/* KEEL.REP.RESIGN term p leader-epoch target [p leader-epoch target ...]
+ * from the coordinator (contract C5; the caller checked the peer is the
+ * coordinator): admits the term (coordlink's directive guard); for each
+ * partition p that this node leads in that epoch, stops taking writes of p
+ * (-TRYAGAIN) and waits until target acknowledged this node's end
+ * position. The request is held until every partition's wait ended, so the
+ * partitions of one request are handed over at once, not one round trip
+ * after another. Each partition's answer: *2 :end :leader-epoch; after 5 s,
+ * or if this node does not (or no longer) lead p in that epoch, -ERR and p
+ * serves again; -ERR too many transfers at once beyond RESIGNS_MAX waiting
+ * (64). One partition: that answer; k > 1: an array of the k answers in
+ * request order. A malformed request or a refused term: one -ERR, nothing
+ * done. After an OK writes and reads of p get -MOVED to target
+ * (rep_resign_announce tells the followers) until a map changes p's leader
+ * or leader epoch. Returns 0 (replied to c->out) or RSERVER_HOLD
+ * (rserver_resume follows). */
 int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t *len);
 
 /* An authenticated peer's connection closed. */

@@ -152,10 +152,16 @@ static void on_second(uv_timer_t *t) {
 }
 
 /* SIGTERM on a node that leads RF > 1 partitions (contract C5): asks the
- * coordinator to hand each one to an in-sync follower (KEEL.REP.HANDOFF),
+ * coordinator to hand each one to an in-sync follower (KEEL.REP.HANDOFF
+ * START, then STATUS every HANDOFF_POLL_MS until it answers the result),
  * serving meanwhile (writes of a partition being handed over get
- * -TRYAGAIN, then -MOVED), and stops when it answers or after 10 s. */
+ * -TRYAGAIN, then -MOVED), and stops when it ended or after 10 s. The
+ * coordinator answers each poll at once, so the heartbeats on the same link
+ * (this node's leases, its ISR proposals: a target that must re-enter the
+ * ISR first) go on during the hand-off; the plain HANDOFF, held until the
+ * end, is the fallback for a coordinator that knows no START. */
 #define HANDOFF_MS 10000
+#define HANDOFF_POLL_MS 50
 
 static void handoff_closed(uv_handle_t *h) {
     (void)h;
@@ -167,9 +173,34 @@ static void on_handoff_timeout(uv_timer_t *t) {
     server_stop(s, s->stop_why);
 }
 
+static void on_handoff(void *arg, struct redisReply *r);
+
+static int handoff_call(server *s, const char *how) {
+    const char *argv[] = {"KEEL.REP.HANDOFF", how};
+    return coordlink_call(s->link, how ? 2 : 1, argv, NULL, on_handoff, s);
+}
+
+static void on_handoff_poll(uv_timer_t *t) {
+    server *s = t->data;
+    if (s->stopping) return;
+    if (handoff_call(s, "STATUS")) {
+        keel_log(KEEL_LOG_WARN, "handoff_failed", "reply=\"not connected to the coordinator\"");
+        server_stop(s, s->stop_why);
+    }
+}
+
 static void on_handoff(void *arg, struct redisReply *r) {
     server *s = arg;
     if (s->stopping) return;
+    if (r && r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "HANDING-OFF")) {
+        uv_timer_start(&s->handoff_poll, on_handoff_poll, HANDOFF_POLL_MS, 0);
+        return;
+    }
+    if (r && r->type == REDIS_REPLY_ERROR && !s->handoff_held &&
+        !strncmp(r->str, "ERR wrong number of arguments", 29) && handoff_call(s, NULL) == 0) {
+        s->handoff_held = 1; /* a coordinator that knows no START */
+        return;
+    }
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER)
         keel_log(KEEL_LOG_INFO, "handoff_done", "moved=%lld left=%lld", r->element[0]->integer,
@@ -187,13 +218,14 @@ static void on_signal(uv_signal_t *sig, int signum) {
     char why[64];
     snprintf(why, sizeof why, "signal=%s", strsignal(signum));
     if (signum == SIGTERM && !s->stopping && !s->handing_off && node_rep_leads_any(s->rep)) {
-        const char *argv[] = {"KEEL.REP.HANDOFF"};
         snprintf(s->stop_why, sizeof s->stop_why, "%s", why);
-        if (coordlink_call(s->link, 1, argv, NULL, on_handoff, s) == 0) {
+        if (handoff_call(s, "START") == 0) {
             s->handing_off = 1;
             uv_timer_init(s->loop, &s->handoff_timer);
             s->handoff_timer.data = s;
             uv_timer_start(&s->handoff_timer, on_handoff_timeout, HANDOFF_MS, 0);
+            uv_timer_init(s->loop, &s->handoff_poll);
+            s->handoff_poll.data = s;
             keel_log(KEEL_LOG_INFO, "handoff_requested", "%s", why);
             return;
         }
@@ -205,7 +237,10 @@ static void on_signal(uv_signal_t *sig, int signum) {
 void server_stop(server *s, const char *why) {
     if (s->stopping) return;
     s->stopping = 1;
-    if (s->handing_off) uv_close((uv_handle_t *)&s->handoff_timer, handoff_closed);
+    if (s->handing_off) {
+        uv_close((uv_handle_t *)&s->handoff_timer, handoff_closed);
+        uv_close((uv_handle_t *)&s->handoff_poll, handoff_closed);
+    }
     rserver_stats st;
     rserver_get_stats(s->rs, &st);
     keel_log(KEEL_LOG_INFO, "shutdown", "%s clients=%zu", why, st.clients);

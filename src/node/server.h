@@ -58,7 +58,9 @@ typedef struct server {
     struct node_rep *rep;   /* --coord: replication (rep_uv.h) */
     char incarnation[17];   /* this process's, hex (replication contract C3) */
     uv_timer_t handoff_timer; /* SIGTERM: bounds the wait for KEEL.REP.HANDOFF */
+    uv_timer_t handoff_poll;  /* ...and paces its KEEL.REP.HANDOFF STATUS polls */
     int handing_off;          /* SIGTERM seen, waiting for the hand-off */
+    int handoff_held;         /* an older coordinator: the plain, held form */
     char stop_why[64];
     char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
     FILE *epoch_log;        /* --epoch-log */
