@@ -28,10 +28,10 @@
 #define RESIGN_RETRY_MS 200 /* after a refused or lost RESIGN */
 #define RESIGN_BATCH_MAX 32 /* partitions per KEEL.REP.RESIGN (a node holds 64 at once) */
 #define RESIGN_QUEUE_MAX 1024
-#define WRITE_RETRY_MS 200  /* after a write that failed (not a CAS miss) */
-#define KEEP_FINISHED 64    /* finished moves kept for `keel moves` */
-#define NUDGES_MAX 32       /* nudges waiting for a link at once */
-#define NUDGE_WAIT_MS 2000  /* a waiting nudge is dropped after this (a heartbeat came) */
+#define WRITE_RETRY_MS 200 /* after a write that failed (not a CAS miss) */
+#define KEEP_FINISHED 64   /* finished moves kept for `keel moves` */
+#define NUDGES_MAX 32      /* nudges waiting for a link at once */
+#define NUDGE_WAIT_MS 2000 /* a waiting nudge is dropped after this (a heartbeat came) */
 
 typedef struct rm {
     rmove mv;
@@ -57,7 +57,7 @@ typedef struct handoff {
     int64_t deadline_ms;
     uint64_t *ids;
     size_t n;
-    unsigned moved; /* its transfers that committed (handoff_move_end) */
+    unsigned moved;          /* its transfers that committed (handoff_move_end) */
     coord_handoff_done done; /* NULL: polled (coord_repmove_handoff_status) */
     void *arg;
     /* A polled hand-off once ended: its result, kept for the node's next
@@ -849,8 +849,7 @@ int coord_repmove_handoff(coord *co, const char *node, int64_t timeout, coord_ha
         if (id > 0) {
             h->ids[h->n++] = (uint64_t)id;
             if (m && !m->on_end) m->on_end = handoff_move_end;
-        }
-        else
+        } else
             keel_log(KEEL_LOG_WARN, "handoff_refused", "node=%s partition=%u error=\"%s\"", node,
                      p->id, err);
     }
@@ -872,7 +871,7 @@ int coord_repmove_handoff_start(coord *co, const char *node, int64_t timeout_ms)
     if (!x) return KEEL_EINVAL;
     handoff *h = handoff_of(x, node, 1);
     if (h && !h->ended) return 0; /* one under way: the node polls it */
-    if (h) { /* an old result nobody fetched: a new stop */
+    if (h) {                      /* an old result nobody fetched: a new stop */
         for (handoff **pp = &x->handoffs; *pp; pp = &(*pp)->next)
             if (*pp == h) {
                 *pp = h->next;

@@ -703,8 +703,8 @@ static void resign_answer(node_rep *nr, client *c, resign *g) {
         resp_w_array(&c->out, 2);
         resp_w_int(&c->out, (long long)g->end);
         resp_w_int(&c->out, (long long)g->le);
-        keel_log(KEEL_LOG_INFO, "rep_resigned", "partition=%u epoch=%llu end=%llu target=%s",
-                 g->p, (unsigned long long)g->le, (unsigned long long)g->end, g->target);
+        keel_log(KEEL_LOG_INFO, "rep_resigned", "partition=%u epoch=%llu end=%llu target=%s", g->p,
+                 (unsigned long long)g->le, (unsigned long long)g->end, g->target);
     } else {
         resp_w_error(&c->out, g->done == -1 && rep_role(nr->eng, g->p) == REP_LEADER
                                   ? "ERR resign timed out"
@@ -765,7 +765,11 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
             slot++;
         if (slot == RESIGNS_MAX) break; /* the rest: "too many" */
         g = &nr->resigns[slot];
-        *g = (resign){.active = 1, .p = (unsigned)p, .idx = (unsigned)i, .le = le, .c = c,
+        *g = (resign){.active = 1,
+                      .p = (unsigned)p,
+                      .idx = (unsigned)i,
+                      .le = le,
+                      .c = c,
                       .deadline_us = now + RESIGN_US};
         memcpy(g->target, argv[a + 2], len[a + 2]);
         g->target[len[a + 2]] = 0;

@@ -54,19 +54,19 @@ typedef struct server {
     int have_first_map;
     peerauth_secret secret; /* --coord: the cluster secret */
     int have_secret;
-    moves *mv;              /* --coord: the move protocol (move.h) */
-    struct node_rep *rep;   /* --coord: replication (rep_uv.h) */
-    char incarnation[17];   /* this process's, hex (replication contract C3) */
+    moves *mv;                /* --coord: the move protocol (move.h) */
+    struct node_rep *rep;     /* --coord: replication (rep_uv.h) */
+    char incarnation[17];     /* this process's, hex (replication contract C3) */
     uv_timer_t handoff_timer; /* SIGTERM: bounds the wait for KEEL.REP.HANDOFF */
     uv_timer_t handoff_poll;  /* ...and paces its KEEL.REP.HANDOFF STATUS polls */
     int handing_off;          /* SIGTERM seen, waiting for the hand-off */
     int handoff_held;         /* an older coordinator: the plain, held form */
     char stop_why[64];
-    char coord_pub[64 + 1]; /* --coord: the pinned coordinator key (hex), "" until first join */
-    FILE *epoch_log;        /* --epoch-log */
-    watch_tab *watch;       /* WATCHed keys (multi.c), NULL until the first WATCH */
-    struct cmdstats *cstats;      /* INFO commandstats/errorstats (cmdstats.c), lazily */
-    struct param_state *params;   /* CONFIG parameters (cmd_config.c), lazily */
+    char coord_pub[64 + 1];     /* --coord: the pinned coordinator key (hex), "" until first join */
+    FILE *epoch_log;            /* --epoch-log */
+    watch_tab *watch;           /* WATCHed keys (multi.c), NULL until the first WATCH */
+    struct cmdstats *cstats;    /* INFO commandstats/errorstats (cmdstats.c), lazily */
+    struct param_state *params; /* CONFIG parameters (cmd_config.c), lazily */
     struct monitor_list *monitors; /* MONITOR clients (cmd_client.c), lazily */
     struct access_table *access;   /* OBJECT IDLETIME/FREQ clock (access.c), lazily */
     struct slowlog *slowlog;       /* SLOWLOG (slowlog.c), lazily */
@@ -75,7 +75,7 @@ typedef struct server {
     struct migrate_state *migrate; /* MIGRATE jobs in flight (cmd_migrate.c), lazily */
     unsigned config_gen;           /* bumped by every applied CONFIG SET */
     uint64_t handler_calls;        /* handlers run (cmd_call), for cmd_dispatch */
-    struct blocking *blk;   /* clients blocked on keys (blocking.c), NULL until the first */
+    struct blocking *blk;          /* clients blocked on keys (blocking.c), NULL until the first */
     uint64_t hb_lat_prev[HISTOGRAM_BUCKETS + 1]; /* latency counts at the last heartbeat */
 } server;
 
