@@ -231,16 +231,24 @@ static void test_bad_messages(void **state) {
     assert_int_equal(rep_message(r, NULL, 4, range, rl), KEEL_EPROTO);
 }
 
-static void test_bad_record(void **state) {
-    (void)state;
-    close_node(1);
+/* Writes meta record name into node i's closed store, as the node left it. */
+static void put_record(int i, const char *name, const char *v, size_t n) {
     store *st;
     store_opts so;
     store_opts_default(&so);
     char err[200];
-    assert_int_equal(store_open(nodes[1].dir, &so, &st, err, sizeof err), 0);
-    assert_int_equal(store_meta_put(st, "rep/2", "short", 5), 0);
+    assert_int_equal(store_open(nodes[i].dir, &so, &st, err, sizeof err), 0);
+    assert_int_equal(store_meta_put(st, name, v, n), 0);
     store_free(st);
+}
+
+static void test_bad_record(void **state) {
+    (void)state;
+    close_node(1);
+    put_record(1, "rep/2", "short", 5);
+    store_opts so;
+    store_opts_default(&so);
+    char err[200];
     assert_int_equal(store_open(nodes[1].dir, &so, &nodes[1].st, err, sizeof err), 0);
     rep_env env = {.ctx = &nodes[1],
                    .st = nodes[1].st,
@@ -476,11 +484,6 @@ static void test_follower_record(void **state) {
     /* An older Keel's record: {lo 1, hi 2, redo flag, the epoch cache, the
      * batch at 2}, written before the batch it carries. */
     close_node(1);
-    store *st;
-    store_opts so;
-    store_opts_default(&so);
-    char err[200];
-    assert_int_equal(store_open(nodes[1].dir, &so, &st, err, sizeof err), 0);
     char rec[18 + 16 + 8 + 512];
     assert_true(m.len[5] <= 512);
     move_be64(rec, 1);
@@ -493,8 +496,7 @@ static void test_follower_record(void **state) {
     memcpy(rec + 42, m.argv[5], m.len[5]);
     char name[32];
     snprintf(name, sizeof name, "rep/%u", p);
-    assert_int_equal(store_meta_put(st, name, rec, 42 + m.len[5]), 0);
-    store_free(st);
+    put_record(1, name, rec, 42 + m.len[5]);
     msg_free(&m);
     open_node(1); /* rep_restore applies the redo */
     assert_int_equal(rep_end(nodes[1].rp, p), 2);
