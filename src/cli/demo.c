@@ -668,9 +668,14 @@ int demo_main(int argc, char **argv, const char *self) {
     fflush(stdout);
     status = acked == d.keys ? 0 : 1;
     if (d.join && !stop_requested) {
-        /* The rebalance loop: plan every 2 s, as many moves as help. */
+        /* The rebalance loop: plan every 2 s, as many moves as help. With
+         * --ha, 4 moves a round: the join then spans several rounds, so the
+         * coordinator's kill lands inside it and later rounds' moves commit
+         * under the new leader (on a fast disk every move of a round could
+         * finish before the first poll saw one). */
         freeReplyObject(coord_cmd(&d, "SETTING SET rebalance_interval_s 2"));
-        freeReplyObject(coord_cmd(&d, "SETTING SET max_moves_per_round 0"));
+        freeReplyObject(coord_cmd(&d, d.ha.on ? "SETTING SET max_moves_per_round 4"
+                                              : "SETTING SET max_moves_per_round 0"));
         freeReplyObject(coord_cmd(&d, "SETTING SET cleanup_after_s 30"));
         if (d.replicas > 1) {
             char set[64];

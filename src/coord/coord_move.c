@@ -119,8 +119,9 @@ static nlink *link_ready_for(cms *x, const char *id, int64_t now) {
 
 /* ---- Moves ------------------------------------------------------------------ */
 
+/* x NULL: the executor is not running (a standby, or before start): none. */
 static cmove *find(cms *x, uint64_t id) {
-    for (cmove *m = x->moves; m; m = m->next)
+    for (cmove *m = x ? x->moves : NULL; m; m = m->next)
         if (m->rec.id == id) return m;
     return NULL;
 }
