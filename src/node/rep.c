@@ -323,8 +323,9 @@ int rep_configure(rep *r, unsigned p, const rep_config *c) {
         return 0;
     }
     if (pp->role == REP_LEADER) {
-        int rc = leader_demote(r, pp);
+        int rc = leader_demote_lazy(r, pp); /* synced by rep_configure_sync */
         if (rc) return rc;
+        r->configure_unsynced = 1;
     }
     pp->role = role;
     pp->epoch = c->leader_epoch;
@@ -338,6 +339,13 @@ int rep_configure(rep *r, unsigned p, const rep_config *c) {
     early_subs_run(r, pp); /* not leading this epoch: only drops them */
     if (role == REP_FOLLOWER) follower_start(r, pp);
     return 0;
+}
+
+int rep_configure_sync(rep *r) {
+    if (!r->configure_unsynced) return 0;
+    int rc = store_sync_wal(r->env.st, NULL);
+    if (!rc) r->configure_unsynced = 0;
+    return rc;
 }
 
 /* Not the leader: REP_EHANDOFF while the leader's resignation holds. */
@@ -376,6 +384,8 @@ void rep_set_lease_ms(rep *r, unsigned ms) {
 }
 
 int rep_turn_end(rep *r) {
+    int src = rep_configure_sync(r); /* a caller that did not: nothing acts first */
+    if (src) return src;
     for (unsigned p = 0; p < r->nparts; p++) {
         rep_part *pp = &r->parts[p];
         if (pp->role == REP_LEADER && pp->pend.len) {
@@ -475,6 +485,8 @@ int rep_msg_early(int argc, const char **argv, const size_t *len) {
 
 int rep_message(rep *r, const char *from, int argc, const char **argv, const size_t *len) {
     if (argc < 1 || !from) return KEEL_EPROTO;
+    int src = rep_configure_sync(r);
+    if (src) return src;
     for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {
         if (strlen(msgs[i].name) != len[0] || memcmp(msgs[i].name, argv[0], len[0])) continue;
         if (argc != msgs[i].argc) return KEEL_EPROTO;
@@ -504,6 +516,8 @@ void rep_peer_down(rep *r, const char *peer) {
 }
 
 int rep_tick(rep *r) {
+    int src = rep_configure_sync(r);
+    if (src) return src;
     for (unsigned p = 0; p < r->nparts; p++) {
         rep_part *pp = &r->parts[p];
         int rc = pp->role == REP_LEADER     ? leader_tick(r, pp)

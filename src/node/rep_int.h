@@ -93,6 +93,10 @@ typedef struct rep_part {
 struct rep {
     rep_env env;
     unsigned mutations;
+    /* rep_configure wrote records without syncing them (leader_start,
+     * leader_demote): rep_configure_sync, or the next turn end, tick or
+     * message, syncs them first. */
+    int configure_unsynced;
     uint64_t lease_ms; /* rep_set_lease_ms; REP_LEASE_MS until set */
     /* One change capture over every slot, shared by the partitions led (the
      * store has 8 capture handles; a node may lead hundreds of partitions).
@@ -139,10 +143,9 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c);
 void leader_stop(rep *r, rep_part *pp);
 /* Stop leading pp (leader_stop) and record its exact end: {end, end} when
  * the turn so far holds none of its writes, else {end, end + 1} (perhaps).
- * _lazy leaves the record in the WAL buffer for the caller's sync (rep_stop:
- * one fsync for every led partition); leader_demote syncs it. */
+ * The record is left in the WAL buffer for the caller's sync (rep_stop, and
+ * rep_configure_sync: one fsync for every partition). */
 int leader_demote_lazy(rep *r, rep_part *pp);
-int leader_demote(rep *r, rep_part *pp);
 void leader_update(rep *r, rep_part *pp, const rep_config *c); /* same epoch, new ISR */
 int leader_turn_end(rep *r, rep_part *pp);
 int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t last_epoch, uint64_t lo,

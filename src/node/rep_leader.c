@@ -94,8 +94,11 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c) {
     rep_ec_push(pp, pp->epoch, start);
     pp->plo = pp->end;
     pp->phi = pp->end + 1;
-    int rc = rep_persist(r, pp);
+    /* Unsynced: rep_configure_sync makes every partition's record of one map
+     * durable with one fsync, before anything of the new epoch happens. */
+    int rc = rep_persist_lazy(r, pp);
     if (rc) return rc;
+    r->configure_unsynced = 1;
     kbuf_init(&pp->pend);
     /* rep_persist wrote the turn out: only later writes reach the batch. */
     if (r->capture < 0) {
@@ -131,11 +134,6 @@ int leader_demote_lazy(rep *r, rep_part *pp) {
     if (!rc) rc = rep_persist_lazy(r, pp);
     leader_stop(r, pp);
     return rc;
-}
-
-int leader_demote(rep *r, rep_part *pp) {
-    int rc = leader_demote_lazy(r, pp);
-    return rc ? rc : store_sync_wal(r->env.st, NULL);
 }
 
 static void propose(rep *r, rep_part *pp, const char *what, const char *id) {

@@ -499,6 +499,8 @@ int node_rep_map_changed(node_rep *nr) {
         int rc = rep_configure(nr->eng, p, &c);
         if (rc) return rc;
     }
+    int rc = rep_configure_sync(nr->eng); /* one fsync for the whole map */
+    if (rc) return rc;
     nr->any_rf = any;
     if (nr->s->link) {
         int hb = HB_DEFAULT_MS;

@@ -1029,6 +1029,8 @@ static void node_apply_map(sim *w, snode *n, const cmap *m) {
             trace(w, "%s leads partition %u in epoch %llu", n->id, p, (unsigned long long)now_e);
         if (c->pepoch >= n->view.part[p].pepoch) n->view.part[p] = *c;
     }
+    /* As rep_uv.c does after a map: the records of every partition, one fsync. */
+    if (rep_configure_sync(n->rp)) node_crash(w, n, "store error in configure", 1);
 }
 
 /* A map push, or a heartbeat reply (e->u2: partitions whose lease it renews;
