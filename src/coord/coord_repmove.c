@@ -304,7 +304,7 @@ typedef struct resign_tag {
     uint64_t id, le;
     char target[KEEL_ID_MAX + 1];
     char leader[KEEL_ID_MAX + 1];
-    char p[12], les[24]; /* the request's arguments */
+    unsigned p;
 } resign_tag;
 
 /* *2 :end-position :leader_epoch, the epoch the one we asked about. */
@@ -364,14 +364,16 @@ static void unbusy(rms *x, resign_tag *t) {
 static void resign_send(rms *x, resign_batch *b) {
     coord_link *l = coord_links_ready_for(&x->links, b->t[0]->leader, coord_now(x->co));
     const char *argv[2 + 3 * RESIGN_BATCH_MAX];
-    char term[24];
+    char term[24], nums[RESIGN_BATCH_MAX][2][24];
     snprintf(term, sizeof term, "%llu", (unsigned long long)x->co->term);
     int argc = 0;
     argv[argc++] = "KEEL.REP.RESIGN";
     argv[argc++] = term;
     for (size_t i = 0; i < b->n; i++) {
-        argv[argc++] = b->t[i]->p;
-        argv[argc++] = b->t[i]->les;
+        snprintf(nums[i][0], sizeof nums[i][0], "%u", b->t[i]->p);
+        snprintf(nums[i][1], sizeof nums[i][1], "%llu", (unsigned long long)b->t[i]->le);
+        argv[argc++] = nums[i][0];
+        argv[argc++] = nums[i][1];
         argv[argc++] = b->t[i]->target;
     }
     if (l && coord_elect_may_act() && peerlink_send(l->pl, on_resign, b, argc, argv, NULL) == 0) {
@@ -389,19 +391,23 @@ static void on_rflush(uv_timer_t *h) {
     rms *x = h->data;
     while (x->nrq) {
         resign_batch *b = calloc(1, sizeof *b);
+        if (!b) { /* out of memory: every move tries again from the tick */
+            for (size_t i = 0; i < x->nrq; i++)
+                unbusy(x, x->rq[i]);
+            x->nrq = 0;
+            return;
+        }
         const char *leader = x->rq[0]->leader;
         size_t keep = 0;
         for (size_t i = 0; i < x->nrq; i++) {
             resign_tag *t = x->rq[i];
-            if (b && b->n < RESIGN_BATCH_MAX && strcmp(t->leader, leader) == 0)
+            if (b->n < RESIGN_BATCH_MAX && strcmp(t->leader, leader) == 0)
                 b->t[b->n++] = t;
-            else if (!b && strcmp(t->leader, leader) == 0)
-                unbusy(x, t); /* out of memory */
             else
                 x->rq[keep++] = t;
         }
         x->nrq = keep;
-        if (b) resign_send(x, b);
+        resign_send(x, b);
     }
 }
 
@@ -414,8 +420,7 @@ static void send_resign(rms *x, rm *m, const rmove_action *a) {
     *t = (resign_tag){.x = x, .id = m->mv.id, .le = a->leader_epoch};
     snprintf(t->target, sizeof t->target, "%s", a->target);
     snprintf(t->leader, sizeof t->leader, "%s", a->leader);
-    snprintf(t->p, sizeof t->p, "%u", m->mv.partition);
-    snprintf(t->les, sizeof t->les, "%llu", (unsigned long long)a->leader_epoch);
+    t->p = m->mv.partition;
     x->rq[x->nrq++] = t;
     if (!uv_is_active((uv_handle_t *)&x->rflush)) uv_timer_start(&x->rflush, on_rflush, 0, 0);
     if (!m->resign_us) m->resign_us = keel_mono_us();
@@ -767,7 +772,10 @@ static void handoff_move_end(coord *co, uint64_t id, const char *abort_reason, d
     if (!x || abort_reason) return;
     for (handoff *h = x->handoffs; h; h = h->next)
         for (size_t i = 0; i < h->n; i++)
-            if (h->ids[i] == id && !h->ended) h->moved++;
+            if (h->ids[i] == id) { /* a move is one hand-off's */
+                if (!h->ended) h->moved++;
+                return;
+            }
 }
 
 /* Leaderships per node, to spread what the leaving node led. */
@@ -860,6 +868,16 @@ int coord_repmove_handoff(coord *co, const char *node, int64_t timeout, coord_ha
     return 0;
 }
 
+/* Takes h off the list and frees it. */
+static void handoff_drop(rms *x, handoff *h) {
+    for (handoff **pp = &x->handoffs; *pp; pp = &(*pp)->next)
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    handoff_free(h);
+}
+
 static handoff *handoff_of(rms *x, const char *node, int polled) {
     for (handoff *h = x->handoffs; h; h = h->next)
         if (!strcmp(h->node, node) && (!polled || !h->done)) return h;
@@ -871,14 +889,7 @@ int coord_repmove_handoff_start(coord *co, const char *node, int64_t timeout_ms)
     if (!x) return KEEL_EINVAL;
     handoff *h = handoff_of(x, node, 1);
     if (h && !h->ended) return 0; /* one under way: the node polls it */
-    if (h) {                      /* an old result nobody fetched: a new stop */
-        for (handoff **pp = &x->handoffs; *pp; pp = &(*pp)->next)
-            if (*pp == h) {
-                *pp = h->next;
-                break;
-            }
-        handoff_free(h);
-    }
+    if (h) handoff_drop(x, h);    /* an old result nobody fetched: a new stop */
     return coord_repmove_handoff(co, node, timeout_ms, NULL, NULL);
 }
 
@@ -889,12 +900,7 @@ int coord_repmove_handoff_status(coord *co, const char *node, unsigned *moved, u
     if (!h->ended) return 1;
     *moved = h->moved;
     *left = h->left;
-    for (handoff **pp = &x->handoffs; *pp; pp = &(*pp)->next)
-        if (*pp == h) {
-            *pp = h->next;
-            break;
-        }
-    handoff_free(h);
+    handoff_drop(x, h);
     return 0;
 }
 

@@ -174,19 +174,21 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
         return 0;
     }
     /* The record written with the batch: its epoch cache as it is once the
-     * batch is held; put back if nothing was written. */
+     * batch is held; put back if nothing was written (the cache is copied
+     * only for a batch that opens a newer epoch, the one case that changes
+     * it). */
     uint64_t plo = pp->plo, phi = pp->phi;
-    int nec = pp->nec;
+    int nec = pp->nec, opens = rep_ec_last(pp) < bepoch || !pp->nec;
     rep_ec ec[REP_EC_MAX];
-    memcpy(ec, pp->ec, (size_t)nec * sizeof *ec);
+    if (opens) memcpy(ec, pp->ec, (size_t)nec * sizeof *ec);
     rep_ec_push(pp, bepoch, pos); /* no-op unless the batch opens a newer epoch */
     pp->plo = pp->end, pp->phi = pos;
     int apart = (r->mutations & REP_MUT_RECORD_APART) != 0, rc = 0;
     if (apart && (rc = rep_persist_apart(r, pp))) return rc;
     rc = apply(r, pp, rec, rlen, 0, !apart);
     if (rc) {
-        pp->plo = plo, pp->phi = phi, pp->nec = nec;
-        memcpy(pp->ec, ec, (size_t)nec * sizeof *ec);
+        pp->plo = plo, pp->phi = phi;
+        if (opens) pp->nec = nec, memcpy(pp->ec, ec, (size_t)nec * sizeof *ec);
     }
     if (rc == KEEL_EPROTO) {
         keel_log(KEEL_LOG_WARN, "rep_bad_batch", "partition=%u pos=%llu", pp->p,

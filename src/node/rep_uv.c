@@ -722,32 +722,40 @@ static resign *slot_of(node_rep *nr, const client *c, unsigned idx) {
     return NULL;
 }
 
+/* c's k answers, in request order: one, or an array of k for k > 1. */
+static void resign_answers(node_rep *nr, client *c, int k) {
+    if (k > 1) resp_w_array(&c->out, (size_t)k);
+    for (int i = 0; i < k; i++)
+        resign_answer(nr, c, slot_of(nr, c, (unsigned)i));
+}
+
+/* The i-th (p, leader-epoch, target) of a RESIGN: 0, or -1 if malformed. */
+static int resign_triple(const node_rep *nr, char **argv, const size_t *len, int i, uint64_t *p,
+                         uint64_t *le) {
+    int a = 2 + 3 * i;
+    return keel_parse_u64(argv[a], len[a], p) || keel_parse_u64(argv[a + 1], len[a + 1], le) ||
+                   *p >= nr->np || len[a + 2] == 0 || len[a + 2] > KEEL_ID_MAX
+               ? -1
+               : 0;
+}
+
 int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t *len) {
+    static const char usage[] =
+        "ERR bad KEEL.REP.RESIGN: term partition leader-epoch target [partition leader-epoch "
+        "target ...]";
     int k = (argc - 2) / 3;
-    resign *g = resign_of(nr, c);
-    if (g) { /* the re-dispatch of a held RESIGN: its answers, in order */
+    if (resign_of(nr, c)) { /* the re-dispatch of a held RESIGN: its answers */
         if (waits_for(nr, c)) return RSERVER_HOLD; /* cannot be: resumed only when done */
-        if (k > 1) resp_w_array(&c->out, (size_t)k);
-        for (int i = 0; i < k; i++)
-            resign_answer(nr, c, slot_of(nr, c, (unsigned)i));
+        resign_answers(nr, c, k);
         return 0;
     }
-    uint64_t term;
-    if (argc < 5 || (argc - 2) % 3 || keel_parse_u64(argv[1], len[1], &term)) {
-        resp_w_error(&c->out,
-                     "ERR bad KEEL.REP.RESIGN: term partition leader-epoch target [partition "
-                     "leader-epoch target ...]");
+    uint64_t term, p, le;
+    int bad = argc < 5 || (argc - 2) % 3 || keel_parse_u64(argv[1], len[1], &term);
+    for (int i = 0; i < k && !bad; i++) /* all of it well formed, or none of it is done */
+        bad = resign_triple(nr, argv, len, i, &p, &le);
+    if (bad) {
+        resp_w_error(&c->out, usage);
         return 0;
-    }
-    for (int i = 0; i < k; i++) { /* all of it well formed, or none of it is done */
-        uint64_t p, le;
-        int a = 2 + 3 * i;
-        if (keel_parse_u64(argv[a], len[a], &p) || keel_parse_u64(argv[a + 1], len[a + 1], &le) ||
-            p >= nr->np || len[a + 2] == 0 || len[a + 2] > KEEL_ID_MAX) {
-            resp_w_error(&c->out, "ERR bad KEEL.REP.RESIGN: term partition leader-epoch target "
-                                  "[partition leader-epoch target ...]");
-            return 0;
-        }
     }
     directive_verdict v = coordlink_check_term(nr->s->link, 1, term);
     if (v != DIRECTIVE_ACCEPT) {
@@ -759,22 +767,21 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
     int held = 0, slot = 0;
     uint64_t now = keel_mono_us();
     for (int i = 0; i < k; i++) {
-        int a = 2 + 3 * i;
-        uint64_t p, le;
-        (void)keel_parse_u64(argv[a], len[a], &p);
-        (void)keel_parse_u64(argv[a + 1], len[a + 1], &le);
         while (slot < RESIGNS_MAX && nr->resigns[slot].active)
             slot++;
-        if (slot == RESIGNS_MAX) break; /* the rest: "too many" */
-        g = &nr->resigns[slot];
+        if (slot == RESIGNS_MAX) break;                 /* the rest: "too many" */
+        (void)resign_triple(nr, argv, len, i, &p, &le); /* checked above */
+        const char *target = argv[2 + 3 * i + 2];
+        size_t tl = len[2 + 3 * i + 2];
+        resign *g = &nr->resigns[slot];
         *g = (resign){.active = 1,
                       .p = (unsigned)p,
                       .idx = (unsigned)i,
                       .le = le,
                       .c = c,
                       .deadline_us = now + RESIGN_US};
-        memcpy(g->target, argv[a + 2], len[a + 2]);
-        g->target[len[a + 2]] = 0;
+        memcpy(g->target, target, tl);
+        g->target[tl] = 0;
         if (nr->rf[p] <= 1 || rep_role(nr->eng, (unsigned)p) != REP_LEADER ||
             rep_epoch(nr->eng, (unsigned)p) != le) {
             g->done = -2;
@@ -790,9 +797,7 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
         keel_log(held < k ? KEEL_LOG_WARN : KEEL_LOG_INFO, "rep_resign_request",
                  "partitions=%d held=%d", k, held);
     if (held) return RSERVER_HOLD;
-    if (k > 1) resp_w_array(&c->out, (size_t)k); /* nothing to wait for: answered now */
-    for (int i = 0; i < k; i++)
-        resign_answer(nr, c, slot_of(nr, c, (unsigned)i));
+    resign_answers(nr, c, k); /* nothing to wait for: answered now */
     return 0;
 }
 
