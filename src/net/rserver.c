@@ -440,9 +440,47 @@ static int client_seal(client *c, uint64_t t) {
     return 0;
 }
 
+/* Sends c's ready bytes (c->out up to out_ready: replies of earlier turns,
+ * released seals) now, not after this turn's before_flush: they wait for
+ * nothing of this turn, and a released reply would otherwise wait out the
+ * fsync of a turn it is not part of. This turn's output (past out_ready)
+ * stays. Returns -1 if c was closed. */
+static int client_flush_ready(client *c) {
+    if (c->writing || c->closing || !c->out_ready) return 0;
+    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out_ready);
+    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (n == UV_EAGAIN) n = 0;
+    if (n < 0) {
+        client_close(c);
+        return -1;
+    }
+    size_t rest = c->out_ready - (size_t)n;
+    if (rest) { /* the rest of the ready prefix to a uv_write; this turn's bytes stay */
+        c->wbuf.len = 0;
+        if (kbuf_append(&c->wbuf, c->out.p + n, rest)) {
+            client_close(c);
+            return -1;
+        }
+        b = uv_buf_init(c->wbuf.p, (unsigned)rest);
+        c->writing = 1;
+        c->wreq.data = c;
+        if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
+            c->writing = 0;
+            client_close(c);
+            return -1;
+        }
+    }
+    kbuf_consume(&c->out, c->out_ready);
+    c->out_ready = 0;
+    return 0;
+}
+
 static void on_turn_end(uv_check_t *h) {
     rserver *rs = h->data;
     uv_idle_stop(&rs->kick);
+    if (rs->ops->seal_turn) /* only an owner that seals has released replies waiting */
+        for (client *c = rs->pending; c; c = c->next_pending)
+            (void)client_flush_ready(c);
     if (rs->ops->before_flush && rs->ops->before_flush(rs->arg)) return;
     uint64_t t = 0;
     if (rs->ops->seal_turn && rs->pending) {

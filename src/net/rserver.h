@@ -39,7 +39,8 @@
  * unsealed turn's replies leave with the last seal before them), while
  * clients with nothing sealed are not delayed at all. Released replies
  * leave at the next turn end (the server keeps the loop from sleeping
- * until then); they are not passed through before_flush again. A client
+ * until then), before that turn's before_flush: they wait for nothing of
+ * that turn (nor do any other bytes ready from earlier turns). A client
  * that sent QUIT behind a sealed reply closes once that reply has left.
  * When the owner can never release (it lost its lease, the ISR cannot be
  * reached), rserver_drop_sealed closes every client holding sealed output:

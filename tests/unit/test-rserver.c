@@ -49,6 +49,10 @@ typedef struct fixture {
     int sealing;      /* seal_turn seals every turn while set */
     uint64_t token;   /* the last seal token handed out */
     int seals;        /* seal_turn calls that sealed */
+    int probe_fd;     /* > 0: before_flush reads what this client socket has got */
+    char probe[256];  /* ... into here */
+    size_t probe_len;
+    int probe_calls;
 } fixture;
 
 static fixture f;
@@ -71,6 +75,10 @@ static int t_dispatch(void *arg, client *c, int argc, char **argv, const size_t 
         fx->passes += argc > 1 ? atoi(a1) : 1;
         fx->released = h;
         rserver_resume(h);
+    } else if (!strcasecmp(argv[0], "RELSEAL")) {
+        /* Releases every seal from inside a dispatch, as a follower's ACK
+         * arriving during a turn does. */
+        rserver_release(fx->rs, fx->token);
     } else if (!strcasecmp(argv[0], "QUIT")) {
         rserver_close_after_reply(c);
     } else if (!strcasecmp(argv[0], "OOMREPLY")) {
@@ -102,8 +110,23 @@ static uint64_t t_seal_turn(void *arg) {
     return ++fx->token;
 }
 
-static const rserver_ops t_ops = {
-    .dispatch = t_dispatch, .on_close = t_on_close, .seal_turn = t_seal_turn};
+static int recv_some(int fd, char *buf, size_t cap, size_t *len);
+
+/* The turn's group commit: records what the probed client has received
+ * before it (the turn's own replies must not have left yet). */
+static int t_before_flush(void *arg) {
+    fixture *fx = arg;
+    if (fx->probe_fd > 0 && !fx->probe_len) { /* until it first got something */
+        fx->probe_calls++;
+        (void)recv_some(fx->probe_fd, fx->probe, sizeof fx->probe, &fx->probe_len);
+    }
+    return 0;
+}
+
+static const rserver_ops t_ops = {.dispatch = t_dispatch,
+                                  .on_close = t_on_close,
+                                  .seal_turn = t_seal_turn,
+                                  .before_flush = t_before_flush};
 
 static int setup(void **state) {
     (void)state;
@@ -546,6 +569,25 @@ static void test_quit_behind_seal_closes_after_release(void **state) {
     close(fd);
 }
 
+/* A reply released during a turn leaves before that turn's before_flush
+ * (it waits for nothing of that turn: a replicated write's reply must not
+ * wait out the fsync of the next turn), while the turn's own replies still
+ * wait for it. */
+static void test_released_reply_leaves_before_next_flush(void **state) {
+    (void)state;
+    int fd = connect_client();
+    f.sealing = 1;
+    send_str(fd, "SET a1\r\n");
+    expect_silence(fd);
+    f.sealing = 0;
+    f.probe_fd = fd;
+    send_str(fd, "RELSEAL\r\n"); /* releases a1; its own reply is this turn's */
+    expect_reply(fd, "+OK \r\n");
+    assert_true(f.probe_calls >= 1);
+    assert_string_equal(f.probe, "+OK a1\r\n"); /* a1 before the flush, RELSEAL's reply after */
+    close(fd);
+}
+
 /* drop_sealed closes the clients holding sealed replies, unanswered, and
  * leaves the others alone. */
 static void test_drop_sealed_closes_unanswered(void **state) {
@@ -592,6 +634,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_quit_behind_seal_closes_after_release, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_drop_sealed_closes_unanswered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_released_reply_leaves_before_next_flush, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
