@@ -37,10 +37,11 @@ static int parse_map(const char *json, size_t len, keel_map *m, char *err, size_
 }
 
 /* The directive high-water mark, persisted with each admitted map before
- * the map is acted on. Written lazily (store_meta_put_lazy): it is in the
- * WAL before the map record that node_install_map writes and syncs next, so
- * that sync makes it durable too, one fsync per map instead of two (the
- * transfer pause, docs/replication.md). A map that is not installed (not
+ * anything of the map leaves this process. Written lazily
+ * (store_meta_put_lazy): it is in the WAL before the map record that
+ * node_install_map writes, and the one sync at the end of the install makes
+ * both durable with replication's records, one fsync per map (the transfer
+ * pause, docs/replication.md). A map that is not installed (not
  * newer, or refused) is not acted on, so its mark may wait for the next
  * sync: replayed after a crash, it would again be not newer. Returns 0 or
  * the store's KEEL_E* (logged). */
@@ -89,20 +90,27 @@ int node_install_map(server *s, const char *json, size_t len, char *err, size_t 
                  (unsigned long long)old);
         return KEEL_ERANGE;
     }
-    /* Persisted before it is acted on: a restart comes back to this map. */
-    if (store_meta_put(s->st, "map", json, len)) {
+    if (m.partitions != ptable_partitions(s->pt)) {
+        keel_map_close(&m);
+        snprintf(err, cap, "partition count differs");
+        return KEEL_EINVAL;
+    }
+    /* Into the WAL before it is acted on, durable before anything of it
+     * leaves this process: the one sync at the end covers it together with
+     * the records replication writes for it. A restart comes back to this
+     * map. */
+    if (store_meta_put_lazy(s->st, "map", json, len)) {
         keel_map_close(&m);
         snprintf(err, cap, "cannot persist map version %llu", (unsigned long long)version);
         keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu", (unsigned long long)version);
         return KEEL_EIO;
     }
     uint64_t t2 = keel_mono_us();
-    int rc = ptable_apply_map(s->pt, &m);
+    int rc = ptable_apply_map(s->pt, &m); /* newer, same partition count: cannot refuse */
     if (rc) {
-        snprintf(err, cap, "%s",
-                 rc == KEEL_ERANGE ? "older than current" : "partition count differs");
-        keel_map_close(&m);
-        return rc;
+        keel_log(KEEL_LOG_ERROR, "map_apply_failed", "version=%llu error=\"%s\" action=exit",
+                 (unsigned long long)version, keel_strerror(rc));
+        _exit(2);
     }
     uint64_t t3 = keel_mono_us();
     if (s->mv) move_map_changed(s->mv);
@@ -113,15 +121,29 @@ int node_install_map(server *s, const char *json, size_t len, char *err, size_t 
         _exit(2);
     }
     uint64_t t4 = keel_mono_us();
+    /* Nothing left the process since the lazy save: sends are queued
+     * (replication's links, the coordinator link's hiredis buffer) and
+     * replies wait for the turn end. One fsync makes the mark, the map and
+     * replication's records durable together, unless replication's own
+     * sync already did (then this one finds nothing to do). The map is
+     * applied, so a failed sync stops the node, as a failed group commit
+     * does. */
+    if ((rc = store_sync_wal(s->st, NULL))) {
+        keel_log(KEEL_LOG_ERROR, "map_persist_failed", "version=%llu error=\"%s\" action=exit",
+                 (unsigned long long)version, keel_strerror(rc));
+        _exit(2);
+    }
+    uint64_t t5 = keel_mono_us();
     /* Where an install's time goes (the transfer pause waits for it): parse,
-     * the synced save, the table, the moves' and replication's reaction. */
+     * the save into the WAL, the table, the moves' and replication's
+     * reaction (with replication's fsync, if it had records), the sync. */
     keel_log(KEEL_LOG_INFO, "map_installed",
              "version=%llu previous=%llu epoch=%llu bytes=%zu parse_us=%llu save_us=%llu "
-             "apply_us=%llu react_us=%llu",
+             "apply_us=%llu react_us=%llu sync_us=%llu",
              (unsigned long long)version, (unsigned long long)old,
              (unsigned long long)ptable_self_epoch(s->pt), len, (unsigned long long)(t1 - t0),
              (unsigned long long)(t2 - t1), (unsigned long long)(t3 - t2),
-             (unsigned long long)(t4 - t3));
+             (unsigned long long)(t4 - t3), (unsigned long long)(t5 - t4));
     return 1;
 }
 
