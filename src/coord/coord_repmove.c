@@ -251,7 +251,7 @@ static int nudge_send(rms *x, const char *id) {
     coord_link *l = coord_links_ready_for(&x->links, id, coord_now(x->co));
     if (!l) return -1; /* dialling (coord_links_ready_for started it) */
     const char *argv[] = {"KEEL.REP.NUDGE"};
-    if (peerlink_send(l->pl, on_nudge, NULL, 1, argv, NULL) == 0) peerlink_push(l->pl);
+    (void)peerlink_send(l->pl, on_nudge, NULL, 1, argv, NULL);
     return 0;
 }
 
@@ -290,10 +290,6 @@ static void on_link_ready(void *arg, coord_link *l) {
 static void nudge_replicas(rms *x, const mapstore_partition *p) {
     for (unsigned i = 0; i < p->nreplicas; i++)
         if (nudge_send(x, p->replicas[i])) nudge_later(x, p->replicas[i]);
-    /* The nudges are on their sockets: build the map text (2-4 ms at 1,024
-     * partitions) while the replicas answer them, not when their heartbeats
-     * arrive. It is cached per version, so the heartbeats only copy it. */
-    (void)coord_map_json(x->co);
 }
 
 void coord_repmoves_nudge(coord *co, const mapstore_partition *p) {

@@ -463,9 +463,6 @@ void coordlink_heartbeat_now(coordlink *l) {
         return;
     }
     send_heartbeat(l);
-    /* Onto the socket now, not at the loop's next poll: the turn this runs
-     * in may end in an fsync first (the transfer pause waits for the map). */
-    if (l->hb_in_flight) redisAsyncHandleWrite(l->ac);
 }
 
 void coordlink_set_heartbeat_ms(coordlink *l, int ms) {

@@ -94,9 +94,8 @@ int coordlink_call(coordlink *l, int argc, const char **argv, const size_t *lens
                    void (*cb)(void *arg, struct redisReply *reply), void *arg);
 /* A heartbeat now (or right after the one in flight), out of turn: the
  * coordinator asked (KEEL.REP.NUDGE) because a map it just committed
- * matters to this node at once (a leadership transfer). The heartbeat is
- * written to the socket before this returns, not after the turn's fsync.
- * No-op when not registered. */
+ * matters to this node at once (a leadership transfer). No-op when not
+ * registered. */
 void coordlink_heartbeat_now(coordlink *l);
 /* Changes the heartbeat interval (from the next heartbeat on). A leader at
  * RF > 1 heartbeats several times per lease. ms <= 0 is ignored. */
