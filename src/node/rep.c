@@ -180,6 +180,7 @@ void rep_free(rep *r) {
     for (unsigned p = 0; p < r->nparts; p++) {
         rep_part *pp = &r->parts[p];
         if (pp->role == REP_LEADER) leader_stop(r, pp);
+        rep_log_clear(pp); /* a follower's tail */
         kbuf_close(&pp->pend);
         free(pp->log);
     }
@@ -201,6 +202,16 @@ int rep_stop(rep *r) {
     }
     if (!rc) rc = store_sync_wal(r->env.st, NULL);
     return rc;
+}
+
+int rep_pos0_has_data(const rep *r, const rep_part *pp) {
+    if (pp->end || pp->nec || pp->copying || pp->plo || pp->phi) return 0;
+    for (unsigned slot = pp->lo_slot; slot <= pp->hi_slot; slot++) {
+        uint64_t keys, bytes;
+        store_slot_stats(r->env.st, slot, &keys, &bytes);
+        if (bytes) return 1;
+    }
+    return 0;
 }
 
 int rep_restore(rep *r) {
@@ -327,6 +338,7 @@ int rep_configure(rep *r, unsigned p, const rep_config *c) {
         if (rc) return rc;
         r->configure_unsynced = 1;
     }
+    if (role == REP_NONE) rep_log_clear(pp); /* no replica: its data may go (cleanup) */
     pp->role = role;
     pp->epoch = c->leader_epoch;
     snprintf(pp->leader, sizeof pp->leader, "%s", c->leader ? c->leader : "");

@@ -74,6 +74,12 @@
 #define REP_SUB_RETRY_MS 200 /* an unanswered SUB is sent again */
 #define REP_WINDOW 64        /* batches in flight to one follower */
 #define REP_LOG_KEEP 512     /* batches the leader retains for catch-up */
+/* The newest batches a follower keeps after applying them (at most this
+ * many, and at most REP_TAIL_BYTES of them per partition): promoted, it
+ * streams them to a follower one or two batches behind instead of copying
+ * the whole partition to it (which takes that follower out of the ISR). */
+#define REP_TAIL_KEEP 16
+#define REP_TAIL_BYTES (1u << 20)
 #define REP_COPY_CHUNK (64u << 10)
 /* Full copies a leader sends at once, over all its partitions; more wait. */
 #define REP_COPY_MAX 4

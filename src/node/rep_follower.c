@@ -53,7 +53,7 @@ static void ack(rep *r, rep_part *pp) {
 }
 
 void follower_start(rep *r, rep_part *pp) {
-    pp->want_copy = 0;
+    pp->want_copy = rep_pos0_has_data(r, pp); /* not the leader's history: copied */
     sub(r, pp);
 }
 
@@ -75,6 +75,7 @@ int follower_on_diverged(rep *r, rep_part *pp, uint64_t e) {
              (unsigned long long)pp->epoch, (unsigned long long)pp->end, (unsigned long long)e);
     if (r->mutations & REP_MUT_NO_TRUNCATE) {
         /* Broken on purpose: claims to end at e and keeps its records past it. */
+        rep_log_clear(pp);
         pp->end = pp->plo = pp->phi = e;
         while (pp->nec && pp->ec[pp->nec - 1].start > e)
             pp->nec--;
@@ -132,6 +133,7 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
         if (clen % 16 || clen / 16 > REP_EC_MAX) return KEEL_EPROTO;
         pp->fstate = F_COPYING;
         pp->copying = 1;
+        rep_log_clear(pp); /* the data is replaced: no batch of the old tail holds */
         pp->plo = 0, pp->phi = UINT64_MAX;
         pp->end = 0;
         int rc = rep_persist(r, pp);
@@ -163,6 +165,27 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
              (unsigned long long)pos);
     ack(r, pp);
     return 0;
+}
+
+/* The tail: the newest REP_TAIL_KEEP batches applied (REP_TAIL_BYTES at
+ * most), for leader_start if this node is promoted. Best effort: out of
+ * memory it is dropped (a promotion then copies, as without it). */
+static void tail_keep(rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec, size_t rlen) {
+    if (rlen > REP_TAIL_BYTES || rep_log_push(pp, pos, bepoch, rec, rlen)) {
+        rep_log_clear(pp);
+        if (rlen > REP_TAIL_BYTES || rep_log_push(pp, pos, bepoch, rec, rlen)) return;
+    }
+    size_t bytes = 0, drop = 0;
+    for (size_t i = 0; i < pp->nlog; i++)
+        bytes += pp->log[i].len;
+    while (pp->nlog - drop > REP_TAIL_KEEP || bytes > REP_TAIL_BYTES) {
+        bytes -= pp->log[drop].len;
+        free(pp->log[drop++].data);
+    }
+    if (drop) {
+        memmove(pp->log, pp->log + drop, (pp->nlog - drop) * sizeof *pp->log);
+        pp->nlog -= drop;
+    }
 }
 
 int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec,
@@ -200,6 +223,7 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
     if (rc) return rc;
     pp->end = pos;
     r->st.batches_applied++;
+    tail_keep(pp, bepoch, pos, rec, rlen);
     if (r->env.applied) r->env.applied(r->env.ctx, pp->p, pos, bepoch, rep_hash(rec, rlen));
     ack(r, pp);
     return 0;

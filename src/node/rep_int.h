@@ -72,8 +72,11 @@ typedef struct rep_part {
     /* Leader. */
     int capture; /* >= 0: this partition's writes are captured (the shared capture) */
     kbuf pend;   /* this turn's records */
+    /* Retained batches, positions log[0].pos.. end, no gap. A leader's for
+     * catch-up; a follower's: the newest it applied by APPEND (its tail,
+     * REP_TAIL_KEEP), which leader_start keeps when it ends at end. */
     rep_batch *log;
-    size_t nlog, caplog; /* retained batches, positions log[0].pos.. end */
+    size_t nlog, caplog;
     rep_peer peers[REP_RF_MAX];
     int npeers;
     char isr[REP_RF_MAX][KEEL_ID_MAX + 1]; /* both roles: the map's ISR */
@@ -140,6 +143,18 @@ const char *rep_u64(char *buf, uint64_t v); /* buf of 24 */
 
 /* rep_leader.c */
 int leader_start(rep *r, rep_part *pp, const rep_config *c);
+/* 1 if pp was never replicated (position 0, no record) but its slots hold
+ * data: written before the partition had replicas (at RF 1, or loaded
+ * beside replication). Position 0 then is not the empty state, and no
+ * follower may be streamed from it: leader_start claims it as position 1,
+ * not retained (every follower at 0 is copied), and a follower holding such
+ * data asks for a copy (its data is not the leader's history). */
+int rep_pos0_has_data(const rep *r, const rep_part *pp);
+/* Frees pp's retained batches (either role). */
+void rep_log_clear(rep_part *pp);
+/* Appends a batch to pp's retained batches (a copy of data), which must end
+ * at pos - 1 or be empty; KEEL_ENOMEM leaves them as they were. */
+int rep_log_push(rep_part *pp, uint64_t pos, uint64_t epoch, const char *data, size_t len);
 void leader_stop(rep *r, rep_part *pp);
 /* Stop leading pp (leader_stop) and record its exact end: {end, end} when
  * the turn so far holds none of its writes, else {end, end + 1} (perhaps).

@@ -87,10 +87,16 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c) {
      * after end: a follower holding the old position phi finds the old
      * epoch ending before it (DIVERGED), one lacking it finds phi not
      * retained; both are copied from this node's data. */
+    if (rep_pos0_has_data(r, pp)) pp->phi = 1; /* the data before replication: position 1 */
     uint64_t start = pp->end + 1;
     if (!pp->copying && pp->phi > pp->end && pp->phi != UINT64_MAX) pp->end = pp->phi;
     pp->committed = pp->end;
-    pp->nlog = 0;
+    /* The batches this node kept as a follower (its tail) are its log's
+     * newest: a follower of the old epoch a batch or two behind is streamed
+     * them, not copied out of the ISR. Kept only when they end at end (not
+     * under a claimed perhaps-position, nor after a copy). */
+    size_t kept = pp->nlog && pp->log[pp->nlog - 1].pos == pp->end ? pp->nlog : 0;
+    if (!kept) rep_log_clear(pp);
     rep_ec_push(pp, pp->epoch, start);
     pp->plo = pp->end;
     pp->phi = pp->end + 1;
@@ -106,17 +112,36 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c) {
         if (r->capture < 0) return r->capture;
     }
     pp->capture = r->capture;
-    keel_log(KEEL_LOG_INFO, "rep_leading", "partition=%u epoch=%llu end=%llu", pp->p,
-             (unsigned long long)pp->epoch, (unsigned long long)pp->end);
+    keel_log(KEEL_LOG_INFO, "rep_leading", "partition=%u epoch=%llu end=%llu kept=%zu", pp->p,
+             (unsigned long long)pp->epoch, (unsigned long long)pp->end, kept);
+    return 0;
+}
+
+void rep_log_clear(rep_part *pp) {
+    for (size_t i = 0; i < pp->nlog; i++)
+        free(pp->log[i].data);
+    pp->nlog = 0;
+}
+
+int rep_log_push(rep_part *pp, uint64_t pos, uint64_t epoch, const char *data, size_t len) {
+    if (pp->nlog && pp->log[pp->nlog - 1].pos + 1 != pos) return KEEL_EINVAL;
+    if (pp->nlog == pp->caplog) {
+        size_t cap = pp->caplog ? pp->caplog * 2 : 16;
+        rep_batch *nl = realloc(pp->log, cap * sizeof *nl);
+        if (!nl) return KEEL_ENOMEM;
+        pp->log = nl, pp->caplog = cap;
+    }
+    char *copy = NULL;
+    if (len && !(copy = malloc(len))) return KEEL_ENOMEM;
+    if (len) memcpy(copy, data, len);
+    pp->log[pp->nlog++] = (rep_batch){.pos = pos, .epoch = epoch, .data = copy, .len = len};
     return 0;
 }
 
 void leader_stop(rep *r, rep_part *pp) {
     pp->capture = -1; /* the shared capture stays: it skips this partition now */
     kbuf_close(&pp->pend);
-    for (size_t i = 0; i < pp->nlog; i++)
-        free(pp->log[i].data);
-    pp->nlog = 0;
+    rep_log_clear(pp);
     for (int i = 0; i < pp->npeers; i++)
         peer_copy_end(r, &pp->peers[i]);
     pp->npeers = 0;

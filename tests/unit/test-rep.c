@@ -32,6 +32,12 @@
  *                   the position survives a restart unchanged; a record
  *                   with a redo (an older Keel's) still restores: the batch
  *                   is applied again and the log ends at its hi
+ *   pos0_data_copied data written before a partition had replicas (position
+ *                   0, no record) reaches the followers added at 0: copied,
+ *                   not streamed from 1 past it
+ *   promoted_tail   a follower promoted after its old leader's last batch
+ *                   reached it but not the other follower streams that
+ *                   batch from the tail it kept, instead of a full copy
  *   resigned        a leader's KEEL.REP.RESIGNED makes its followers answer
  *                   REP_EHANDOFF (not a redirect back to it) until a map
  *                   with a new leader epoch; from another node or for
@@ -729,6 +735,60 @@ static void test_early_sub(void **state) {
     assert_int_equal(queued("KEEL.REP.STREAM", 0), 0);
 }
 
+/* Data written before p had replicas (position 0, no record: an RF 1
+ * partition whose RF was raised) reaches followers added at position 0. */
+static void test_pos0_data_copied(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = part_of(k);
+    put(0, k, "v0");
+    assert_int_equal(store_sync(nodes[0].st, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 1u);
+    pump(-1);
+    settle();
+    /* Before: both were streamed from position 1, held nothing, and were
+     * counted caught up at end 0 (the ISR would take them in). */
+    assert_true(has(1, k, "v0"));
+    assert_true(has(2, k, "v0"));
+    assert_int_equal(rep_end(nodes[1].rp, p), rep_end(nodes[0].rp, p));
+    rep_stats s;
+    rep_get_stats(nodes[0].rp, &s);
+    assert_int_equal(s.copies_sent, 2);
+}
+
+/* Epoch 1: n0 leads p (ISR all three); its batch 2 reaches n1, not n2, and
+ * n0 is lost. n1 leads epoch 2 and streams batch 2 to n2 from the tail it
+ * kept as a follower: no full copy, so n2 is never taken out of the ISR. */
+static void test_promoted_tail(void **state) {
+    (void)state;
+    char b[16];
+    const char *k1 = "alpha", *k2 = key_in(part_of(k1), k1, b);
+    unsigned p = part_of(k1);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 7u);
+    pump(-1);
+    put(0, k1, "v1");
+    turn_end(0);
+    pump(-1);
+    put(0, k2, "v2");
+    turn_end(0);
+    pump(2); /* n2 misses batch 2 */
+    assert_int_equal(rep_end(nodes[1].rp, p), 2);
+    assert_int_equal(rep_end(nodes[2].rp, p), 1);
+    close_node(0);
+    configure(1, p, 2, 2, 1, 6u);
+    configure(2, p, 2, 2, 1, 6u);
+    pump(0);
+    assert_true(has(2, k2, "v2"));
+    assert_int_equal(rep_end(nodes[2].rp, p), 2);
+    rep_stats s;
+    rep_get_stats(nodes[1].rp, &s);
+    assert_int_equal(s.copies_sent, 0);   /* before: a full copy (n1's log started empty) */
+    assert_int_equal(s.isr_proposals, 0); /* before: a shrink of n2 first */
+    open_node(0);                         /* for teardown */
+}
+
 int main(void) {
     keel_log_set_level(getenv("TEST_REP_LOG") ? KEEL_LOG_DEBUG : KEEL_LOG_ERROR + 1);
     const struct CMUnitTest tests[] = {
@@ -745,6 +805,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_follower_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resigned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_early_sub, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pos0_data_copied, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_promoted_tail, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,8 @@
  *   soak         REPSIM_SECONDS=N: random seeds for N seconds
  *
  * REPSIM_SEEDS overrides the CI seed count; a failure prints the seed, and
- * REPSIM_SEED=S REPSIM_VERBOSE=1 replays it with every step printed.
+ * REPSIM_SEED=S REPSIM_VERBOSE=1 replays it with every step printed
+ * (REPSIM_LOG=1 adds the engines' own log lines).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,7 +32,7 @@
 #define CI_SEEDS 20
 #endif
 
-#define MUTATION_SEEDS 20 /* a broken protocol must be caught within these */
+#define MUTATION_SEEDS 40 /* a broken protocol must be caught within these */
 
 static unsigned ci_seeds(void) {
     const char *e = getenv("REPSIM_SEEDS");
@@ -248,7 +249,9 @@ static void test_soak(void **state) {
 }
 
 int main(void) {
-    keel_log_set_level(KEEL_LOG_ERROR + 1); /* the engines' logs are not the test's output */
+    keel_log_set_level(getenv("REPSIM_LOG")
+                           ? KEEL_LOG_INFO
+                           : KEEL_LOG_ERROR + 1); /* the engines' logs are not the test's output */
     /* REPSIM_TEST=test_ci_seeds (a cmocka filter, * allowed): only those. */
     if (getenv("REPSIM_TEST")) cmocka_set_test_filter(getenv("REPSIM_TEST"));
     const struct CMUnitTest tests[] = {
