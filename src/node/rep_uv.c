@@ -34,8 +34,16 @@
 #define HB_DEFAULT_MS 1000         /* coordlink's pace without RF > 1 partitions */
 #define DEFAULT_LEASE_MS 2000      /* the coordinator's replica_lease_ms default */
 #define REDIAL_US 250000ull        /* a link that went down is not redialled sooner */
-#define RESIGN_US 5000000ull       /* KEEL.REP.RESIGN waits this long for the target */
-#define RESIGNS_MAX 64             /* RESIGNs waiting at once */
+/* A dial not ready after this is given up and made again at once: one such
+ * dial to a restarted leader took 1.04 s on loopback (docs/replication.md,
+ * "Data from before replication, and the promoted follower's tail"), while
+ * the follower's SUBs waited in its queue and the leader's REP_LAG_MAX_MS
+ * ran out. Each redial after a slow one is allowed twice as long (a
+ * loaded peer that needs longer still gets through; from 4 s on the
+ * handshake's own limit is the only one). */
+#define DIAL_SLOW_US 500000ull
+#define RESIGN_US 5000000ull /* KEEL.REP.RESIGN waits this long for the target */
+#define RESIGNS_MAX 64       /* RESIGNs waiting at once */
 
 typedef struct rlink {
     node_rep *nr;
@@ -46,6 +54,9 @@ typedef struct rlink {
     kbuf qe;            /* the same, a leader's data messages: may leave before the fsync */
     uint64_t in_client; /* the newest incoming connection from this peer (client id) */
     uint64_t redial_us; /* no new dial before this (keel_mono_us) */
+    uint64_t dial_us;   /* the current dial started (0: none, or ready) */
+    int slow;           /* dead because its dial was slow: redial at once */
+    unsigned slows;     /* slow dials in a row (each next one is allowed twice as long) */
     unsigned fails;     /* consecutive downs, to keep the log readable */
 } rlink;
 
@@ -155,6 +166,8 @@ static void on_link_ready(void *arg, peerlink *pl) {
     (void)pl;
     rlink *l = arg;
     l->ready = 1; /* the queue leaves at the next flush point (after a sync) */
+    l->dial_us = 0;
+    l->slows = 0;
     if (l->fails) keel_log(KEEL_LOG_INFO, "rep_link_up", "peer=%s after=%u", l->id, l->fails);
     l->fails = 0;
 }
@@ -180,7 +193,9 @@ static void link_settle(node_rep *nr, rlink *l) {
     l->pl = NULL;
     l->dead = l->ready = 0;
     l->q.len = l->qe.len = 0;
-    l->redial_us = keel_mono_us() + REDIAL_US;
+    l->redial_us = l->slow ? 0 : keel_mono_us() + REDIAL_US;
+    l->slow = 0;
+    l->dial_us = 0;
     rep_peer_down(nr->eng, l->id);
 }
 
@@ -191,6 +206,7 @@ static int link_open(node_rep *nr, rlink *l) {
     static const peerlink_cbs cbs = {.on_ready = on_link_ready, .on_down = on_link_down};
     l->pl = peerlink_open(nr->s->loop, m->nodes[k].host, m->nodes[k].port, nr->s->cfg.id, l->id,
                           &nr->secret, &cbs, l);
+    l->dial_us = l->pl ? keel_mono_us() : 0;
     return l->pl ? 0 : -1;
 }
 
@@ -425,8 +441,19 @@ static void resign_tick(node_rep *nr, uint64_t now);
 
 static void on_tick(uv_timer_t *t) {
     node_rep *nr = t->data;
-    for (size_t i = 0; i < nr->nlinks; i++)
-        link_settle(nr, nr->links[i]);
+    uint64_t t0 = keel_mono_us();
+    for (size_t i = 0; i < nr->nlinks; i++) {
+        rlink *l = nr->links[i];
+        if (l->pl && !l->ready && !l->dead && l->dial_us && l->slows < 3 &&
+            t0 - l->dial_us > DIAL_SLOW_US << l->slows) {
+            keel_log(KEEL_LOG_INFO, "rep_link_down", "peer=%s reason=\"dial-slow\" ms=%llu", l->id,
+                     (unsigned long long)((t0 - l->dial_us) / 1000));
+            l->dead = l->slow = 1; /* what it queued is dropped: the engine is told (settle) */
+            l->slows++;
+            nr->st.links_down++;
+        }
+        link_settle(nr, l);
+    }
     int rc = rep_tick(nr->eng);
     if (rc) fatal(nr, "tick", rc);
     /* Writes made outside a turn (expiry) reach a batch too; and what the
