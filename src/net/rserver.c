@@ -189,31 +189,51 @@ static void on_write(uv_write_t *req, int status) {
     if (!c->reading && client_backlog(c) < c->rs->cfg.max_output) client_read_start(c);
 }
 
+/* Writes c->out[0..n) (0 < n <= c->out.len; not while c->writing): what
+ * the socket takes now, the rest by one uv_write from c->wbuf; the bytes
+ * past n stay in c->out. Returns -1 if c was closed. */
+static int client_write(client *c, size_t n) {
+    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)n);
+    int w = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (w == UV_EAGAIN) w = 0;
+    if (w < 0) {
+        client_close(c);
+        return -1;
+    }
+    size_t rest = n - (size_t)w;
+    if (!rest) {
+        kbuf_consume(&c->out, n);
+        return 0;
+    }
+    if (n == c->out.len) { /* all of it: the buffers trade places, nothing is copied */
+        kbuf tmp = c->wbuf;
+        c->wbuf = c->out;
+        c->out = tmp;
+        c->out.len = 0;
+        b = uv_buf_init(c->wbuf.p + w, (unsigned)rest);
+    } else { /* a prefix: its rest to wbuf, the bytes after it stay */
+        c->wbuf.len = 0;
+        if (kbuf_append(&c->wbuf, c->out.p + w, rest)) {
+            client_close(c);
+            return -1;
+        }
+        kbuf_consume(&c->out, n);
+        b = uv_buf_init(c->wbuf.p, (unsigned)rest);
+    }
+    c->writing = 1;
+    c->wreq.data = c;
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
+        c->writing = 0;
+        client_close(c);
+        return -1;
+    }
+    return 0;
+}
+
 static void client_flush(client *c) {
     if (c->writing || c->closing) return;
     if (c->out.len) {
-        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        if (n == UV_EAGAIN) n = 0;
-        if (n < 0) {
-            client_close(c);
-            return;
-        }
-        if ((size_t)n < c->out.len) { /* hand the rest to a uv_write */
-            kbuf tmp = c->wbuf;
-            c->wbuf = c->out;
-            c->out = tmp;
-            c->out.len = 0;
-            b = uv_buf_init(c->wbuf.p + n, (unsigned)(c->wbuf.len - (size_t)n));
-            c->writing = 1;
-            c->wreq.data = c;
-            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
-                c->writing = 0;
-                client_close(c);
-            }
-            return;
-        }
-        c->out.len = 0;
+        if (client_write(c, c->out.len) || c->writing) return;
         if (c->out.cap > (1u << 20)) kbuf_shrink(&c->out, 16384);
     }
     if (c->close_after_flush && !c->nmarks) client_close(c);
@@ -447,30 +467,7 @@ static int client_seal(client *c, uint64_t t) {
  * stays. Returns -1 if c was closed. */
 static int client_flush_ready(client *c) {
     if (c->writing || c->closing || !c->out_ready) return 0;
-    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out_ready);
-    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-    if (n == UV_EAGAIN) n = 0;
-    if (n < 0) {
-        client_close(c);
-        return -1;
-    }
-    size_t rest = c->out_ready - (size_t)n;
-    if (rest) { /* the rest of the ready prefix to a uv_write; this turn's bytes stay */
-        c->wbuf.len = 0;
-        if (kbuf_append(&c->wbuf, c->out.p + n, rest)) {
-            client_close(c);
-            return -1;
-        }
-        b = uv_buf_init(c->wbuf.p, (unsigned)rest);
-        c->writing = 1;
-        c->wreq.data = c;
-        if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write)) {
-            c->writing = 0;
-            client_close(c);
-            return -1;
-        }
-    }
-    kbuf_consume(&c->out, c->out_ready);
+    if (client_write(c, c->out_ready)) return -1;
     c->out_ready = 0;
     return 0;
 }

@@ -171,9 +171,11 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
  * most), for leader_start if this node is promoted. Best effort: out of
  * memory it is dropped (a promotion then copies, as without it). */
 static void tail_keep(rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec, size_t rlen) {
+    /* Too big to keep, or not following the tail: the tail restarts here. */
     if (rlen > REP_TAIL_BYTES || rep_log_push(pp, pos, bepoch, rec, rlen)) {
         rep_log_clear(pp);
-        if (rlen > REP_TAIL_BYTES || rep_log_push(pp, pos, bepoch, rec, rlen)) return;
+        if (rlen > REP_TAIL_BYTES) return;
+        (void)rep_log_push(pp, pos, bepoch, rec, rlen); /* out of memory: no tail */
     }
     size_t bytes = 0, drop = 0;
     for (size_t i = 0; i < pp->nlog; i++)

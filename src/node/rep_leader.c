@@ -123,16 +123,20 @@ void rep_log_clear(rep_part *pp) {
     pp->nlog = 0;
 }
 
+/* Room for one more retained batch at log[nlog]; -1 out of memory. */
+static int log_room(rep_part *pp) {
+    if (pp->nlog < pp->caplog) return 0;
+    size_t cap = pp->caplog ? pp->caplog * 2 : 16;
+    rep_batch *nl = realloc(pp->log, cap * sizeof *nl);
+    if (!nl) return -1;
+    pp->log = nl, pp->caplog = cap;
+    return 0;
+}
+
 int rep_log_push(rep_part *pp, uint64_t pos, uint64_t epoch, const char *data, size_t len) {
     if (pp->nlog && pp->log[pp->nlog - 1].pos + 1 != pos) return KEEL_EINVAL;
-    if (pp->nlog == pp->caplog) {
-        size_t cap = pp->caplog ? pp->caplog * 2 : 16;
-        rep_batch *nl = realloc(pp->log, cap * sizeof *nl);
-        if (!nl) return KEEL_ENOMEM;
-        pp->log = nl, pp->caplog = cap;
-    }
     char *copy = NULL;
-    if (len && !(copy = malloc(len))) return KEEL_ENOMEM;
+    if (log_room(pp) || (len && !(copy = malloc(len)))) return KEEL_ENOMEM;
     if (len) memcpy(copy, data, len);
     pp->log[pp->nlog++] = (rep_batch){.pos = pos, .epoch = epoch, .data = copy, .len = len};
     return 0;
@@ -416,12 +420,7 @@ int leader_turn_end(rep *r, rep_part *pp) {
     pp->phi = pos + 1;
     int rc = rep_persist_lazy(r, pp);
     if (rc) return rc;
-    if (pp->nlog == pp->caplog) {
-        size_t cap = pp->caplog ? pp->caplog * 2 : 64;
-        rep_batch *nl = realloc(pp->log, cap * sizeof *nl);
-        if (!nl) return KEEL_ENOMEM;
-        pp->log = nl, pp->caplog = cap;
-    }
+    if (log_room(pp)) return KEEL_ENOMEM;
     rep_batch *b = &pp->log[pp->nlog++];
     b->pos = pos, b->epoch = pp->epoch;
     b->len = pp->pend.len;

@@ -55,7 +55,6 @@ typedef struct rlink {
     uint64_t in_client; /* the newest incoming connection from this peer (client id) */
     uint64_t redial_us; /* no new dial before this (keel_mono_us) */
     uint64_t dial_us;   /* the current dial started (0: none, or ready) */
-    int slow;           /* dead because its dial was slow: redial at once */
     unsigned slows;     /* slow dials in a row (each next one is allowed twice as long) */
     unsigned fails;     /* consecutive downs, to keep the log readable */
 } rlink;
@@ -193,8 +192,7 @@ static void link_settle(node_rep *nr, rlink *l) {
     l->pl = NULL;
     l->dead = l->ready = 0;
     l->q.len = l->qe.len = 0;
-    l->redial_us = l->slow ? 0 : keel_mono_us() + REDIAL_US;
-    l->slow = 0;
+    l->redial_us = keel_mono_us() + REDIAL_US;
     l->dial_us = 0;
     rep_peer_down(nr->eng, l->id);
 }
@@ -448,9 +446,12 @@ static void on_tick(uv_timer_t *t) {
             t0 - l->dial_us > DIAL_SLOW_US << l->slows) {
             keel_log(KEEL_LOG_INFO, "rep_link_down", "peer=%s reason=\"dial-slow\" ms=%llu", l->id,
                      (unsigned long long)((t0 - l->dial_us) / 1000));
-            l->dead = l->slow = 1; /* what it queued is dropped: the engine is told (settle) */
+            l->dead = 1; /* what it queued is dropped: the engine is told (settle) */
             l->slows++;
             nr->st.links_down++;
+            link_settle(nr, l);
+            l->redial_us = 0; /* at once, not after REDIAL_US */
+            continue;
         }
         link_settle(nr, l);
     }
