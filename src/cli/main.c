@@ -1,5 +1,6 @@
 /* main.c - the keel binary: dispatches on the first argument to a subcommand
  * table. Each subcommand owns its flags and its exit status. */
+#include "core/jsonarena.h"
 #include "core/log.h"
 #include "node/config.h"
 #include "node/server.h"
@@ -78,6 +79,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    json_arena_init(); /* cJSON's hooks, before any thread uses cJSON */
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -16,6 +16,7 @@
  */
 #include "core/mapcodec.h"
 #include "core/err.h"
+#include "core/jsonarena.h"
 #include "core/num.h"
 
 #include <cjson/cJSON.h>
@@ -356,9 +357,8 @@ static int parse_owners(const cJSON *arr, keel_map *m, char *err, size_t cap) {
     return 0;
 }
 
-int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap) {
+static int parse_tree(const char *text, keel_map *m, char *err, size_t cap) {
     int rc = KEEL_EINVAL;
-    memset(m, 0, sizeof *m);
     cJSON *root = cJSON_Parse(text);
     if (!root) return map_fail(err, cap, "map is not valid JSON");
     if (!cJSON_IsObject(root)) {
@@ -399,6 +399,18 @@ int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap) {
 fail:
     cJSON_Delete(root);
     keel_map_close(m);
+    return rc;
+}
+
+/* The tree lives in a json_arena (core/jsonarena.h): its nodes are freed
+ * at once at the end instead of one by one. Nested in another scope, the
+ * parse simply uses malloc. */
+int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap) {
+    memset(m, 0, sizeof *m);
+    json_arena ar = {0};
+    (void)json_arena_begin(&ar);
+    int rc = parse_tree(text, m, err, cap);
+    json_arena_end(&ar);
     return rc;
 }
 
@@ -507,7 +519,7 @@ static int write_rep_ok(const keel_map *m, const map_rep *r) {
     return 1;
 }
 
-int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out) {
+static int write_tree(const keel_map *m, uint64_t term, kbuf *out) {
     cJSON *root = cJSON_CreateObject();
     cJSON *nodes = NULL, *owners = NULL;
     int rc = KEEL_ENOMEM;
@@ -538,8 +550,18 @@ int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out) {
     char *text = cJSON_PrintUnformatted(root);
     if (!text) goto out;
     rc = kbuf_appendstr(out, text) ? KEEL_ENOMEM : 0;
-    free(text);
+    cJSON_free(text);
 out:
     cJSON_Delete(root);
+    return rc;
+}
+
+/* As the parser: the tree and its printed text are arena memory, and the
+ * text is copied into out before the scope ends. */
+int keel_map_write_json(const keel_map *m, uint64_t term, kbuf *out) {
+    json_arena ar = {0};
+    (void)json_arena_begin(&ar);
+    int rc = write_tree(m, term, out);
+    json_arena_end(&ar);
     return rc;
 }
