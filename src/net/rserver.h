@@ -121,6 +121,10 @@ typedef struct rserver_ops {
      * leave, a token t > 0 (increasing) seals them until rserver_release;
      * see "Sealed turns" above. May be NULL (never seals). */
     uint64_t (*seal_turn)(void *arg);
+    /* 1 when the current turn has committed nothing that its before_flush
+     * must make durable first, so that its replies may leave early (only
+     * rserver_poll_busy asks). May be NULL (never). */
+    int (*turn_clean)(void *arg);
 } rserver_ops;
 
 typedef struct rserver_config {
@@ -181,9 +185,14 @@ void rserver_resume(client *c);
  * unparsed input), dispatches the complete requests through ops.dispatch
  * (which is expected to answer them at once, -BUSY or SCRIPT KILL, never
  * holding and never writing data), and writes their replies straight to
- * the socket. Clients with output of the current turn not yet sent, a
- * write in flight, a held request, or reads paused are left alone: their
- * replies must not overtake what is queued. Accepts no new connection.
+ * the socket. A client's output queued before the busy dispatch is
+ * written first: bytes of earlier turns always, this turn's replies only
+ * when ops.turn_clean says nothing of the turn awaits its group commit
+ * (a client whose PING was answered in the turn the script started in
+ * would otherwise wait out the whole script); a client with such output
+ * still queued, a sealed reply, a write in flight, a held request, or reads
+ * paused is left alone: its replies must not overtake what is queued.
+ * Accepts no new connection.
  * Call only from inside a dispatch, on the loop thread. */
 void rserver_poll_busy(rserver *rs, const client *self);
 /* Lets every reply sealed under a token <= t leave at the next turn end. */

@@ -97,10 +97,17 @@ static int before_flush(void *arg) {
     return 0;
 }
 
+/* During a busy script: may this turn's replies leave before its end? */
+static int turn_clean(void *arg) {
+    server *s = arg;
+    return store_turn_clean(s->st);
+}
+
 static const rserver_ops node_ops = {.dispatch = on_request,
                                      .before_flush = before_flush,
                                      .on_close = on_close,
-                                     .seal_turn = seal_turn};
+                                     .seal_turn = seal_turn,
+                                     .turn_clean = turn_clean};
 
 /* A store that has failed (a write or a WAL flush: store_failed) stops the
  * node as a failed group commit does; the timers' paths used to drop it. */

@@ -1259,6 +1259,11 @@ int store_failed(const store *s) {
     return s->failed;
 }
 
+int store_turn_clean(const store *s) {
+    return !s->failed && !s->txn.turn_ops && !s->txn.metas.len && !s->dirty &&
+           !(s->fsync == STORE_FSYNC_ALWAYS && s->unsynced);
+}
+
 int store_sync_wal(store *s, uint64_t *fsync_us) {
     if (fsync_us) *fsync_us = 0;
     if (s->txn.open) return KEEL_EINVAL;

@@ -53,9 +53,15 @@ typedef struct fixture {
     char probe[256];  /* ... into here */
     size_t probe_len;
     int probe_calls;
+    int clean;          /* what turn_clean answers */
+    int busy_probe_fd;  /* > 0: BUSY's loop reads what this client has got */
+    char busy_got[256]; /* ... into here, while the busy dispatch runs */
+    size_t busy_len;
 } fixture;
 
 static fixture f;
+
+static int recv_some(int fd, char *buf, size_t cap, size_t *len);
 
 static int t_dispatch(void *arg, client *c, int argc, char **argv, const size_t *argvlen) {
     fixture *fx = arg;
@@ -79,6 +85,16 @@ static int t_dispatch(void *arg, client *c, int argc, char **argv, const size_t 
         /* Releases every seal from inside a dispatch, as a follower's ACK
          * arriving during a turn does. */
         rserver_release(fx->rs, fx->token);
+    } else if (!strcasecmp(argv[0], "BUSY")) {
+        /* A script running past its time limit: serves the others through
+         * rserver_poll_busy for a1 ms, noting what the probed client got. */
+        int64_t end = now_ms() + atoi(a1);
+        while (now_ms() < end) {
+            rserver_poll_busy(fx->rs, c);
+            if (fx->busy_probe_fd > 0)
+                (void)recv_some(fx->busy_probe_fd, fx->busy_got, sizeof fx->busy_got,
+                                &fx->busy_len);
+        }
     } else if (!strcasecmp(argv[0], "QUIT")) {
         rserver_close_after_reply(c);
     } else if (!strcasecmp(argv[0], "OOMREPLY")) {
@@ -110,7 +126,10 @@ static uint64_t t_seal_turn(void *arg) {
     return ++fx->token;
 }
 
-static int recv_some(int fd, char *buf, size_t cap, size_t *len);
+/* The store's answer: nothing of this turn awaits its group commit. */
+static int t_turn_clean(void *arg) {
+    return ((fixture *)arg)->clean;
+}
 
 /* The turn's group commit: records what the probed client has received
  * before it (the turn's own replies must not have left yet). */
@@ -126,7 +145,8 @@ static int t_before_flush(void *arg) {
 static const rserver_ops t_ops = {.dispatch = t_dispatch,
                                   .on_close = t_on_close,
                                   .seal_turn = t_seal_turn,
-                                  .before_flush = t_before_flush};
+                                  .before_flush = t_before_flush,
+                                  .turn_clean = t_turn_clean};
 
 static int setup(void **state) {
     (void)state;
@@ -612,8 +632,47 @@ static void test_drop_sealed_closes_unanswered(void **state) {
     close(b);
 }
 
+/* A reply queued in the turn a busy dispatch starts in (its command came in
+ * the same read batch, just before) leaves during the busy dispatch when
+ * the turn is clean, and then the client is served (BUSY polls it); when
+ * the turn is not clean it waits for the turn end, and the client is left
+ * alone meanwhile. The old rserver_poll_busy skipped such a client for the
+ * whole dispatch either way (redis's scripting.tcl "Timedout script does
+ * not cause a false dead client" hung on it). */
+static void busy_serves_reply_queued_before(int clean) {
+    int a = connect_client();
+    int b = connect_client();
+    pump(20); /* both accepted */
+    f.clean = clean;
+    f.busy_probe_fd = a;
+    send_str(a, "PING a1\r\nPING a2\r\n");
+    usleep(20000);
+    send_str(b, "BUSY 300\r\n"); /* one loop iteration reads a, then b */
+    pump(400);
+    if (clean)
+        assert_string_equal(f.busy_got, "+OK a1\r\n+OK a2\r\n");
+    else
+        assert_int_equal(f.busy_len, 0);
+    expect_reply(b, "+OK 300\r\n");
+    if (!clean) expect_reply(a, "+OK a1\r\n+OK a2\r\n");
+    close(a);
+    close(b);
+}
+
+static void test_busy_sends_clean_turn_reply(void **state) {
+    (void)state;
+    busy_serves_reply_queued_before(1);
+}
+
+static void test_busy_holds_unclean_turn_reply(void **state) {
+    (void)state;
+    busy_serves_reply_queued_before(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_busy_sends_clean_turn_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_holds_unclean_turn_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hold_pipelined_then_resume_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume_holds_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_saved_input_holds_again_at_next_hold, setup, teardown),
