@@ -10,7 +10,8 @@
 set -u
 KEEL=${1:-build/keel}
 SUITE=${SUITE:-../shared/redis-tests-7.0.15}
-FILES=${FILES:-"unit/keyspace unit/type/string unit/type/incr unit/expire unit/type/hash unit/type/set unit/scan unit/type/zset unit/type/list"}
+# Default: every file issue 13 measures keel by.
+FILES=${FILES:-"unit/type/string unit/type/incr unit/type/hash unit/type/set unit/type/zset unit/type/list unit/type/list-2 unit/type/list-3 unit/expire unit/keyspace unit/scan unit/multi unit/protocol unit/info-command unit/introspection unit/introspection-2 unit/other unit/quit unit/scripting"}
 PORT=${PORT:-27100}
 OUT=${OUT:-/tmp/keel-compat.$$}
 ONLY=${ONLY:-}
