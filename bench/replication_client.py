@@ -12,8 +12,9 @@ Contract:
     reset) is not, and its key is never checked; after one it sleeps
     `retry_sleep` (RETRY_SLEEP_S, 10 ms, unless told) before the next.
     After an error it re-reads CLUSTER SLOTS (rate limited), except after
-    -TRYAGAIN, which it retries at the same node as redis-py does (and
-    re-reads only after TRYAGAIN_REFRESH_AFTER in a row).
+    -TRYAGAIN, which it retries at the same node without re-reading (as
+    redis-py, which never re-reads for it), and re-reads only after
+    TRYAGAIN_REFRESH_AFTER in a row.
     Acks are recorded as
     (key, value, slot, t_send, t_ack) with time.monotonic() times.
     pause()/resume() quiesce it (no attempt outstanding while paused).
@@ -312,18 +313,23 @@ class Writer(threading.Thread):
             if isinstance(r, RespErr):
                 mv = parse_moved(r)
                 if mv:
+                    self.tryagains = 0
                     self._err("MOVED")
                     self.smap.moved(mv[0], mv[1])
                     continue
                 kind = r.split(b" ", 1)[0].decode("ascii", "replace")
                 self._err(kind)
                 if kind == "TRYAGAIN":
-                    # The node serves the slot and asks for a retry: as
-                    # redis-py, retry it without re-reading CLUSTER SLOTS
-                    # (at 1,024 partitions that reply is ~100 KB and takes
-                    # this Python client 13-26 ms to parse, longer than the
-                    # server's whole transfer pause); re-read it only after
-                    # TRYAGAIN_REFRESH_AFTER in a row.
+                    # The node serves the slot and asks for a retry: retry
+                    # it without re-reading CLUSTER SLOTS (at 1,024
+                    # partitions that reply is ~100 KB and takes this Python
+                    # client 13-26 ms to parse, longer than the server's
+                    # whole transfer pause); re-read it only after
+                    # TRYAGAIN_REFRESH_AFTER in a row. redis-py never
+                    # re-reads the slots for a TRYAGAIN: it retries at once
+                    # and sleeps 50 ms after half of its 16 attempts. This
+                    # client sleeps retry_sleep before every retry, so it
+                    # sees at most that much more of a pause than redis-py.
                     self.tryagains += 1
                     if self.tryagains >= TRYAGAIN_REFRESH_AFTER:
                         self.tryagains = 0

@@ -40,7 +40,9 @@ struct json_arena_blk {
 };
 
 static _Thread_local json_arena *cur;
-static _Thread_local json_arena_blk *spare; /* kept from the last scope */
+/* Kept from the last scope; never freed at thread exit (only the long-lived
+ * loop threads parse maps). */
+static _Thread_local json_arena_blk *spare;
 
 static int in_arena(const json_arena *a, const void *p) {
     for (const json_arena_blk *b = a->head; b; b = b->next)
@@ -50,6 +52,7 @@ static int in_arena(const json_arena *a, const void *p) {
 }
 
 static void *arena_alloc(json_arena *a, size_t n) {
+    if (n > SIZE_MAX / 4) return NULL; /* the rounding and doubling below cannot wrap */
     n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     json_arena_blk *b = a->head;
     if (!b || b->size - b->used < n) {

@@ -19,7 +19,12 @@
  *     Other threads are not affected.
  *   - cJSON's hooks are process-wide. json_arena_init installs them; call it
  *     once at start, before other threads use cJSON (main does). begin calls
- *     it too, for single-threaded programs such as the unit tests.
+ *     it too, for single-threaded programs such as the unit tests; a
+ *     multi-threaded program that skips json_arena_init races on the hooks.
+ *   - A nested begin is refused, and the code inside keeps allocating from
+ *     the outer scope's arena.
+ *   - Each thread keeps its largest block (up to 8 MiB) between scopes, and
+ *     does not free it at thread exit.
  *   - Under AddressSanitizer the arena is off (begin and end only track the
  *     scope), so that ASan still checks every cJSON allocation.
  *

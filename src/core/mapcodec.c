@@ -403,8 +403,9 @@ fail:
 }
 
 /* The tree lives in a json_arena (core/jsonarena.h): its nodes are freed
- * at once at the end instead of one by one. Nested in another scope, the
- * parse simply uses malloc. */
+ * at once at the end instead of one by one. Nested in another scope (its
+ * begin is refused), the parse allocates from the outer scope's arena,
+ * freed at that scope's end. */
 int keel_map_parse_json(const char *text, keel_map *m, char *err, size_t cap) {
     memset(m, 0, sizeof *m);
     json_arena ar = {0};

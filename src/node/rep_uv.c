@@ -392,6 +392,10 @@ void node_rep_presync(node_rep *nr) {
     }
 }
 
+int node_rep_turn_touched(const node_rep *nr) {
+    return nr && nr->ntl != 0;
+}
+
 uint64_t node_rep_seal(node_rep *nr) {
     if (!nr) return 0;
     int rc = rep_turn_end(nr->eng);

@@ -115,6 +115,11 @@ void node_rep_presync(node_rep *nr);
 /* rserver ops.seal_turn: runs rep_turn_end (the turn's store_sync is done),
  * flushes the queued messages and returns the turn's seal token, or 0. */
 uint64_t node_rep_seal(node_rep *nr);
+/* 1 when a write-flagged command of this turn was routed to a replicated
+ * partition this node leads (whether or not it changed anything): the
+ * turn's end may seal its replies (node_rep_seal), so none may leave
+ * early. 0 for NULL. */
+int node_rep_turn_touched(const node_rep *nr);
 
 /* A heartbeat reply's lease (C2): renews every RF > 1 partition this node
  * leads in the installed map when lease == 1 and that map's version ==

@@ -97,10 +97,16 @@ static int before_flush(void *arg) {
     return 0;
 }
 
-/* During a busy script: may this turn's replies leave before its end? */
+/* During a busy script: may this turn's replies leave before its end?
+ * Not if the store has something of the turn to make durable, nor if a
+ * write was routed to a replicated partition (its turn end may seal the
+ * replies, even of a write that changed nothing: SET NX on a key that
+ * exists). The epoch log is flushed first, as before_flush does. */
 static int turn_clean(void *arg) {
     server *s = arg;
-    return store_turn_clean(s->st);
+    if (!store_turn_clean(s->st) || node_rep_turn_touched(s->rep)) return 0;
+    if (s->epoch_log) fflush(s->epoch_log);
+    return 1;
 }
 
 static const rserver_ops node_ops = {.dispatch = on_request,

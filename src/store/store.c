@@ -1260,7 +1260,9 @@ int store_failed(const store *s) {
 }
 
 int store_turn_clean(const store *s) {
-    return !s->failed && !s->txn.turn_ops && !s->txn.metas.len && !s->dirty &&
+    /* turn_strict counts the strict commits' ops and metadata writes;
+     * lazy ones (gc, a move's copy) need no fsync before a reply. */
+    return !s->failed && !s->txn.turn_strict && !s->dirty &&
            !(s->fsync == STORE_FSYNC_ALWAYS && s->unsynced);
 }
 

@@ -191,9 +191,9 @@ KEEL_MUST_CHECK int store_sync(store *s, uint64_t *fsync_us);
  * Returns 0, KEEL_EINVAL (a txn open) or the sticky failure. */
 KEEL_MUST_CHECK int store_write_turn(store *s);
 /* 1 when store_sync would have nothing of the current turn to make
- * durable: no committed txn or metadata write since the last store_sync,
- * nothing written out early and not yet synced (at --fsync always), and no
- * failure. A reply of such a turn claims nothing that is not durable yet,
+ * durable: no strict (non-lazy) txn or metadata write committed since the
+ * last store_sync, nothing written out early and not yet synced (at
+ * --fsync always), and no failure. A reply of such a turn claims nothing that is not durable yet,
  * so it may leave before the turn's end (rserver_poll_busy, during a busy
  * script). An open txn (the running script's) does not count. */
 int store_turn_clean(const store *s);

@@ -14,8 +14,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/buf.h"
 #include "core/err.h"
 #include "core/jsonarena.h"
+#include "core/mapcodec.h"
 
 static const char *DOC = "{\"version\":7,\"nodes\":[{\"id\":\"n1\",\"addr\":\"127.0.0.1:1\"},"
                          "{\"id\":\"n\\\"2\",\"addr\":\"h:2\"}],\"owners\":[1,2,3,\"x\"]}";
@@ -105,6 +107,69 @@ static void large_allocation(void **st) {
     free(big);
 }
 
+/* Every allocation is 16-byte aligned, and a second scope (starting on the
+ * block the first kept) with more than that block's worth of allocations
+ * still hands out distinct, writable memory. */
+static void aligned_and_reused(void **st) {
+    for (int round = 0; round < 2; round++) {
+        json_arena a = {0};
+        assert_int_equal(json_arena_begin(&a), 0);
+        cJSON *arr = cJSON_CreateArray();
+        assert_non_null(arr);
+        for (int i = 0; i < 20000; i++) { /* ~1 MB of items: several blocks */
+            cJSON *it = cJSON_CreateString("0123456789abcdef");
+            assert_non_null(it);
+            if (json_arena_enabled()) assert_int_equal((uintptr_t)it % 16, 0);
+            assert_true(cJSON_AddItemToArray(arr, it));
+        }
+        int n = 0;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, arr) {
+            assert_string_equal(it->valuestring, "0123456789abcdef");
+            n++;
+        }
+        assert_int_equal(n, 20000);
+        cJSON_Delete(arr);
+        json_arena_end(&a);
+    }
+}
+
+/* mapcodec inside a caller's scope (its own begin is refused): the map it
+ * parsed and the text it wrote are the caller's copies and outlive the
+ * scope; written again outside any scope, the text is the same. */
+static void map_codec_inside_a_scope(void **st) {
+    keel_map m;
+    assert_int_equal(keel_map_init(&m, 16), 0);
+    assert_true(keel_map_add_node(&m, "n1", "127.0.0.1", 7001) >= 0);
+    assert_true(keel_map_add_node(&m, "n2", "127.0.0.1", 7002) >= 0);
+    for (unsigned p = 0; p < 16; p++)
+        m.owner[p] = (int32_t)(p % 2);
+    m.version = 9;
+    kbuf in_scope, outside;
+    kbuf_init(&in_scope);
+    kbuf_init(&outside);
+    keel_map back;
+    char err[128];
+    json_arena a = {0};
+    assert_int_equal(json_arena_begin(&a), 0);
+    assert_int_equal(keel_map_write_json(&m, 4, &in_scope), 0);
+    assert_int_equal(kbuf_append(&in_scope, "", 1), 0);
+    assert_int_equal(keel_map_parse_json(in_scope.p, &back, err, sizeof err), 0);
+    json_arena_end(&a);
+    assert_int_equal(back.version, 9);
+    assert_int_equal(back.nnodes, 2);
+    assert_string_equal(back.nodes[1].id, "n2");
+    for (unsigned p = 0; p < 16; p++)
+        assert_int_equal(back.owner[p], (int32_t)(p % 2));
+    assert_int_equal(keel_map_write_json(&back, 4, &outside), 0);
+    assert_int_equal(kbuf_append(&outside, "", 1), 0);
+    assert_string_equal(outside.p, in_scope.p);
+    keel_map_close(&back);
+    keel_map_close(&m);
+    kbuf_close(&in_scope);
+    kbuf_close(&outside);
+}
+
 static json_arena *main_arena;
 
 static void *other_thread(void *arg) {
@@ -134,6 +199,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(same_text_in_scope),        cmocka_unit_test(no_nesting),
         cmocka_unit_test(outside_tree_freed_inside), cmocka_unit_test(large_allocation),
+        cmocka_unit_test(aligned_and_reused),        cmocka_unit_test(map_codec_inside_a_scope),
         cmocka_unit_test(other_threads_unaffected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
