@@ -120,12 +120,10 @@ void json_arena_end(json_arena *a) {
         n = b->next;
         if (b != keep) free(b);
     }
-    if (keep && !spare) {
+    if (keep) { /* spare is NULL here: begin took it, and scopes do not nest */
         keep->next = NULL;
         keep->used = 0;
         spare = keep;
-    } else {
-        free(keep);
     }
     a->head = NULL;
     a->open = 0;

@@ -358,21 +358,6 @@ void rserver_resume(client *c) {
     if (c->pending && !rs->stopping) uv_idle_start(&rs->kick, on_kick);
 }
 
-/* rserver_poll_busy's write of output queued before the busy dispatch:
- * c->out[0..n) as far as the socket takes it now. Returns -1 if c closed. */
-static int busy_write(client *c, size_t n) {
-    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)n);
-    int w = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-    if (w == UV_EAGAIN) return 0;
-    if (w < 0) {
-        client_close(c);
-        return -1;
-    }
-    kbuf_consume(&c->out, (size_t)w);
-    c->out_ready = c->out_ready > (size_t)w ? c->out_ready - (size_t)w : 0;
-    return 0;
-}
-
 void rserver_poll_busy(rserver *rs, const client *self) {
     static char buf[16384];
     int clean = rs->ops->turn_clean && rs->ops->turn_clean(rs->arg);
@@ -382,8 +367,13 @@ void rserver_poll_busy(rserver *rs, const client *self) {
             continue;
         if (c->out.len) { /* queued before the busy dispatch (see rserver.h) */
             size_t n = clean ? c->out.len : c->out_ready;
-            if (n && busy_write(c, n)) continue;
-            if (c->out.len) continue; /* its turn end sends the rest, in order */
+            if (n) {
+                if (client_write(c, n)) continue; /* closed */
+                c->out_ready = c->out_ready > n ? c->out_ready - n : 0;
+            }
+            /* The rest of this turn's waits for its end; a write in flight
+             * must not be overtaken by the replies below. */
+            if (c->out.len || c->writing) continue;
         }
         uv_os_fd_t fd;
         if (uv_fileno((const uv_handle_t *)&c->tcp, &fd)) continue;

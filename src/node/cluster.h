@@ -20,9 +20,9 @@ int node_cluster_start(server *s, keel_map *m, char *err, size_t cap);
  * reconfigures; one fsync at the end makes the map and replication's records
  * durable before anything that acts on them leaves the process (a failed
  * sync stops the node). Must run inside one callback: nothing may be sent
- * between the save and that sync. Returns 1 if installed, 0 if it was not newer than the current
- * map (not an error: the same map arrives by heartbeat and by directive), or a negative KEEL_E*
- * with a reason in err. */
+ * between the save and that sync. Returns 1 if installed, 0 if it was not
+ * newer than the current map (not an error: the same map arrives by
+ * heartbeat and by directive), or a negative KEEL_E* with a reason in err. */
 int node_install_map(server *s, const char *json, size_t len, char *err, size_t cap);
 /* Tells the coordinator we are leaving (if leave) and drops the link. */
 void node_cluster_stop(server *s, int leave);

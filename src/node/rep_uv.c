@@ -441,23 +441,28 @@ uint64_t node_rep_seal(node_rep *nr) {
 
 static void resign_tick(node_rep *nr, uint64_t now);
 
+/* A dial not ready after DIAL_SLOW_US << slows (three times at most) is
+ * given up: what it queued is dropped, the engine is told (settle), and the
+ * next dial goes at once, not after REDIAL_US. */
+static void abort_slow_dial(node_rep *nr, rlink *l, uint64_t now) {
+    if (!l->pl || l->ready || l->dead || !l->dial_us || l->slows >= 3 ||
+        now - l->dial_us <= DIAL_SLOW_US << l->slows)
+        return;
+    keel_log(KEEL_LOG_INFO, "rep_link_down", "peer=%s reason=\"dial-slow\" ms=%llu", l->id,
+             (unsigned long long)((now - l->dial_us) / 1000));
+    l->dead = 1;
+    l->slows++;
+    nr->st.links_down++;
+    link_settle(nr, l);
+    l->redial_us = 0;
+}
+
 static void on_tick(uv_timer_t *t) {
     node_rep *nr = t->data;
     uint64_t t0 = keel_mono_us();
     for (size_t i = 0; i < nr->nlinks; i++) {
-        rlink *l = nr->links[i];
-        if (l->pl && !l->ready && !l->dead && l->dial_us && l->slows < 3 &&
-            t0 - l->dial_us > DIAL_SLOW_US << l->slows) {
-            keel_log(KEEL_LOG_INFO, "rep_link_down", "peer=%s reason=\"dial-slow\" ms=%llu", l->id,
-                     (unsigned long long)((t0 - l->dial_us) / 1000));
-            l->dead = 1; /* what it queued is dropped: the engine is told (settle) */
-            l->slows++;
-            nr->st.links_down++;
-            link_settle(nr, l);
-            l->redial_us = 0; /* at once, not after REDIAL_US */
-            continue;
-        }
-        link_settle(nr, l);
+        abort_slow_dial(nr, nr->links[i], t0);
+        link_settle(nr, nr->links[i]); /* after an abort: nothing left to do */
     }
     int rc = rep_tick(nr->eng);
     if (rc) fatal(nr, "tick", rc);

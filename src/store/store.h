@@ -193,9 +193,10 @@ KEEL_MUST_CHECK int store_write_turn(store *s);
 /* 1 when store_sync would have nothing of the current turn to make
  * durable: no strict (non-lazy) txn or metadata write committed since the
  * last store_sync, nothing written out early and not yet synced (at
- * --fsync always), and no failure. A reply of such a turn claims nothing that is not durable yet,
- * so it may leave before the turn's end (rserver_poll_busy, during a busy
- * script). An open txn (the running script's) does not count. */
+ * --fsync always), and no failure. A reply of such a turn claims nothing
+ * that is not durable yet, so it may leave before the turn's end
+ * (rserver_poll_busy, during a busy script). An open txn (the running
+ * script's) does not count. */
 int store_turn_clean(const store *s);
 /* The sticky failure (see store_sync): 0, or the KEEL_E* of the first
  * failed write or WAL flush. */
