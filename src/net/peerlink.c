@@ -256,6 +256,20 @@ int peerlink_send(peerlink *l, peerlink_reply_fn cb, void *tag, int argc, const 
     return 0;
 }
 
+int peerlink_send_oneway(peerlink *l, int argc, const char **argv, const size_t *lens) {
+    if (!l || l->state != S_READY || !l->ac) return KEEL_EAGAIN;
+    char *cmd = NULL;
+    int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (n < 0) return KEEL_ENOMEM;
+    /* Into the output buffer with no callback queued: the peer sends no
+     * reply, and hiredis would take any reply for the next command's. */
+    int rc = redisAppendFormattedCommand(&l->ac->c, cmd, (size_t)n);
+    redisFreeCommand(cmd);
+    if (rc != REDIS_OK) return KEEL_ENOMEM;
+    if (l->ac->ev.addWrite) l->ac->ev.addWrite(l->ac->ev.data);
+    return 0;
+}
+
 int peerlink_ready(const peerlink *l) {
     return l && l->state == S_READY;
 }

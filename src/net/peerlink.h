@@ -53,6 +53,11 @@ peerlink *peerlink_open(uv_loop_t *loop, const char *host, int port, const char 
  * NULL to ignore the reply. Returns 0, or KEEL_EAGAIN when not ready. */
 int peerlink_send(peerlink *l, peerlink_reply_fn cb, void *tag, int argc, const char **argv,
                   const size_t *lens);
+/* Sends one command the peer answers with nothing (a protocol both ends
+ * agreed on first, as KEEL.REP.ONEWAY): no callback is queued, so a reply
+ * would be taken for the next command's. In order with peerlink_send.
+ * Returns 0, KEEL_EAGAIN when not ready, KEEL_ENOMEM. */
+int peerlink_send_oneway(peerlink *l, int argc, const char **argv, const size_t *lens);
 int peerlink_ready(const peerlink *l);
 /* Writes what peerlink_send queued to the socket now (as much as it takes),
  * instead of at the loop's next writable event: for a caller about to block

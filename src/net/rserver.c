@@ -132,6 +132,10 @@ static void client_mark_pending(client *c) {
     c->rs->pending = c;
 }
 
+void rserver_touch(client *c) {
+    if (c && !c->closing) client_mark_pending(c);
+}
+
 void rserver_close_after_reply(client *c) {
     c->close_after_flush = 1;
 }

@@ -195,6 +195,11 @@ void rserver_resume(client *c);
  * Accepts no new connection.
  * Call only from inside a dispatch, on the loop thread. */
 void rserver_poll_busy(rserver *rs, const client *self);
+/* Makes the current turn's end run for c as for a client with a reply
+ * (ops.seal_turn included), for a request that answers nothing but whose
+ * effects the turn end completes: a one-way replication message, whose
+ * acknowledgement leaves from seal_turn. Call from c's dispatch. */
+void rserver_touch(client *c);
 /* Lets every reply sealed under a token <= t leave at the next turn end. */
 void rserver_release(rserver *rs, uint64_t t);
 /* Closes every client that holds sealed replies, dropping them unsent;

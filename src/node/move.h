@@ -53,6 +53,7 @@ typedef struct node_conn {
     int waits_data;     /* a KEEL.MOVE.CHUNK/CHANGES waiting for data or tokens */
     int readonly;       /* READONLY: reads of replicated partitions may be served here as
                          * a follower (node/rep_uv.h) */
+    int rep_oneway;     /* KEEL.REP.ONEWAY: replication messages here get no reply */
     struct node_conn *hprev, *hnext;
 
     struct multi_state *multi; /* MULTI queue and watches (multi.c); NULL until used */
