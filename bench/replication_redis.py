@@ -135,8 +135,21 @@ class Cluster:
         return next(s for s in self.srvs if s.port == port)
 
     def restart(self, port):
+        """The killed node again, on its own port and nodes.conf. The port
+        lies in the ephemeral range, so a client connection may hold it as
+        its local port for a moment (redis then exits with "Address already
+        in use", seen once on 2026-12-03): tried again for up to 5 s."""
         old = self.srv(port)
-        new = start_node(self.timeout_ms, port=port, d=old.dir)
+        for attempt in range(20):
+            try:
+                new = start_node(self.timeout_ms, port=port, d=old.dir)
+                break
+            except RuntimeError as e:
+                # its output (not in e) names the cause
+                if "before it was ready" not in str(e) or attempt == 19:
+                    raise
+                cm.log("[redis] restart on port %d failed (in use?), again" % port)
+                time.sleep(0.25)
         self.srvs[self.srvs.index(old)] = new
         return new
 
