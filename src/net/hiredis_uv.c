@@ -10,7 +10,8 @@
  * writable only when a write left bytes behind (the socket buffer was full)
  * or the connect is still in progress. strace of an RF 3 node under
  * unpipelined SETs: 1.4 epoll_ctl per client SET before, none after
- * (docs/replication.md, "Peer writes without epoll_ctl").
+ * (docs/replication.md, "Peer writes without epoll_ctl, and one-way
+ * replication messages").
  */
 #include "net/hiredis_uv.h"
 

@@ -9,6 +9,15 @@
  * so its read or write fails and it runs its disconnect path (hiredis 1.0
  * does the same).
  *
+ * Writes: a buffered command goes out before the loop next blocks (a
+ * uv_prepare handle), not on a writable event; the socket is polled for
+ * writable only while a write waits for room or a connect is in progress.
+ * So a command sent from a callback leaves before the loop blocks again
+ * (sent from another uv_prepare callback: one iteration later, since libuv
+ * runs a prepare handle started in that phase only at the next one), and
+ * changing hiredis' wishes costs no epoll_ctl. The context's handles close
+ * when hiredis frees it.
+ *
  * Threads: the loop's thread.
  */
 #ifndef KEEL_HIREDIS_UV_H

@@ -49,6 +49,7 @@ typedef struct fixture {
     int sealing;      /* seal_turn seals every turn while set */
     uint64_t token;   /* the last seal token handed out */
     int seals;        /* seal_turn calls that sealed */
+    int seal_calls;   /* seal_turn calls, sealing or not */
     int probe_fd;     /* > 0: before_flush reads what this client socket has got */
     char probe[256];  /* ... into here */
     size_t probe_len;
@@ -101,6 +102,11 @@ static int t_dispatch(void *arg, client *c, int argc, char **argv, const size_t 
                 if (send(fx->busy_probe_fd, "PING a3\r\n", 9, 0) != 9) abort();
             }
         }
+    } else if (!strcasecmp(argv[0], "SILENT")) {
+        /* A request that answers nothing (a one-way replication message);
+         * with "touch" its turn end must still run as for a reply. */
+        if (!strcasecmp(a1, "touch")) rserver_touch(c);
+        return 0;
     } else if (!strcasecmp(argv[0], "QUIT")) {
         rserver_close_after_reply(c);
     } else if (!strcasecmp(argv[0], "OOMREPLY")) {
@@ -127,6 +133,7 @@ static void t_on_close(void *arg, client *c) {
  * its followers. */
 static uint64_t t_seal_turn(void *arg) {
     fixture *fx = arg;
+    fx->seal_calls++;
     if (!fx->sealing) return 0;
     fx->seals++;
     return ++fx->token;
@@ -614,6 +621,25 @@ static void test_released_reply_leaves_before_next_flush(void **state) {
     close(fd);
 }
 
+/* A request that answers nothing leaves no client pending, so its turn
+ * end skips ops.seal_turn; rserver_touch makes that turn end run as for a
+ * reply (a follower's one-way APPEND: its ACK leaves from seal_turn). Nothing
+ * is written to the client either way. */
+static void test_touch_runs_seal_turn_for_silent_request(void **state) {
+    (void)state;
+    int fd = connect_client();
+    int before = f.seal_calls;
+    send_str(fd, "SILENT\r\n");
+    expect_silence(fd);
+    assert_int_equal(f.seal_calls, before); /* what rserver_touch is for */
+    send_str(fd, "SILENT touch\r\n");
+    expect_silence(fd);
+    assert_int_equal(f.seal_calls, before + 1);
+    send_str(fd, "PING x\r\n"); /* the connection still serves, in order */
+    expect_reply(fd, "+OK x\r\n");
+    close(fd);
+}
+
 /* drop_sealed closes the clients holding sealed replies, unanswered, and
  * leaves the others alone. */
 static void test_drop_sealed_closes_unanswered(void **state) {
@@ -700,6 +726,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_drop_sealed_closes_unanswered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_released_reply_leaves_before_next_flush, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_touch_runs_seal_turn_for_silent_request, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
