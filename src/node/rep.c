@@ -159,7 +159,12 @@ rep *rep_new(const rep_env *env, unsigned mutations) {
     r->capture = -1;
     r->nparts = env->partitions;
     r->parts = calloc(r->nparts, sizeof *r->parts);
-    if (!r->parts) {
+    r->dirty = calloc(r->nparts, sizeof *r->dirty);
+    r->work = calloc(r->nparts, sizeof *r->work);
+    if (!r->parts || !r->dirty || !r->work) {
+        free(r->parts);
+        free(r->dirty);
+        free(r->work);
         free(r);
         return NULL;
     }
@@ -187,6 +192,8 @@ void rep_free(rep *r) {
     if (r->capture >= 0 && store_capture_stop(r->env.st, r->capture))
         keel_log(KEEL_LOG_ERROR, "rep_capture_stop_failed", "shared=1");
     free(r->parts);
+    free(r->dirty);
+    free(r->work);
     free(r);
 }
 
@@ -395,17 +402,41 @@ void rep_set_lease_ms(rep *r, unsigned ms) {
     r->lease_ms = ms ? ms : REP_LEASE_MS;
 }
 
+static int cmp_unsigned(const void *a, const void *b) {
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return (x > y) - (x < y);
+}
+
 int rep_turn_end(rep *r) {
     int src = rep_configure_sync(r); /* a caller that did not: nothing acts first */
     if (src) return src;
-    for (unsigned p = 0; p < r->nparts; p++) {
-        rep_part *pp = &r->parts[p];
-        if (pp->role == REP_LEADER && pp->pend.len) {
+    /* The listed partitions, in partition order as a full scan would visit
+     * them; listed again by on_change if records arrive meanwhile. */
+    while (r->ndirty) {
+        unsigned n = r->ndirty;
+        memcpy(r->work, r->dirty, n * sizeof *r->work);
+        r->ndirty = 0;
+        qsort(r->work, n, sizeof *r->work, cmp_unsigned);
+        for (unsigned i = 0; i < n; i++)
+            r->parts[r->work[i]].in_dirty = 0;
+        for (unsigned i = 0; i < n; i++) {
+            rep_part *pp = &r->parts[r->work[i]];
+            if (pp->role != REP_LEADER || !pp->pend.len) continue;
             int rc = leader_turn_end(r, pp);
-            if (rc) return rc;
+            if (rc) { /* this one and the rest stay listed for the next call */
+                for (unsigned j = i; j < n; j++)
+                    rep_mark_dirty(r, &r->parts[r->work[j]]);
+                return rc;
+            }
         }
     }
     return 0;
+}
+
+void rep_mark_dirty(rep *r, rep_part *pp) {
+    if (pp->in_dirty) return;
+    pp->in_dirty = 1;
+    r->dirty[r->ndirty++] = pp->p;
 }
 
 uint64_t rep_end(const rep *r, unsigned p) {

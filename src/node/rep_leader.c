@@ -56,6 +56,7 @@ static void on_change(void *arg, unsigned slot, const char *key, size_t klen, co
     if (p >= r->nparts) return;
     rep_part *pp = &r->parts[p];
     if (pp->role != REP_LEADER || pp->capture < 0) return;
+    rep_mark_dirty(r, pp);
     if (move_put_record(&pp->pend, slot, key, klen, val, vlen)) pp->pend.len = SIZE_MAX / 2;
 }
 
