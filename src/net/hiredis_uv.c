@@ -51,10 +51,15 @@ static void sync_poll(watch *w) {
 
 static void on_poll(uv_poll_t *h, int status, int events) {
     watch *w = h->data;
-    /* An error (status < 0) is a readiness too: let hiredis find it. */
+    /* An error (status < 0) is a readiness too: let hiredis find it. libuv
+     * has stopped the handle before this call, so what hiredis asks next
+     * must start it again (a read may still find the peer's last bytes and
+     * no error, and the socket would then be watched by nobody). */
+    if (status < 0) w->polled = 0;
     int ev = status < 0 ? w->events : events;
     if (w->ac && (ev & UV_READABLE)) redisAsyncHandleRead(w->ac);
     if (w->ac && (ev & UV_WRITABLE)) redisAsyncHandleWrite(w->ac);
+    if (w->ac && status < 0) sync_poll(w); /* watched again if hiredis still wants it */
 }
 
 /* Before the loop blocks: write what hiredis buffered. Still wanting to

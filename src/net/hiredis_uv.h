@@ -12,11 +12,11 @@
  * Writes: a buffered command goes out before the loop next blocks (a
  * uv_prepare handle), not on a writable event; the socket is polled for
  * writable only while a write waits for room or a connect is in progress.
- * So a command sent from a callback leaves before the loop blocks again
- * (sent from another uv_prepare callback: one iteration later, since libuv
- * runs a prepare handle started in that phase only at the next one), and
- * changing hiredis' wishes costs no epoll_ctl. The context's handles close
- * when hiredis frees it.
+ * So a command sent from a callback leaves before the loop blocks again,
+ * and changing hiredis' wishes costs no epoll_ctl. Not from another
+ * uv_prepare callback: libuv runs a prepare handle started in that phase
+ * only at the next iteration, after a poll that may block; nothing sends
+ * from one today. The context's handles close when hiredis frees it.
  *
  * Threads: the loop's thread.
  */

@@ -258,6 +258,8 @@ int peerlink_send(peerlink *l, peerlink_reply_fn cb, void *tag, int argc, const 
 
 int peerlink_send_oneway(peerlink *l, int argc, const char **argv, const size_t *lens) {
     if (!l || l->state != S_READY || !l->ac) return KEEL_EAGAIN;
+    /* As redisAsyncCommand refuses: a context on its way out sends nothing. */
+    if (l->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) return KEEL_EAGAIN;
     char *cmd = NULL;
     int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (n < 0) return KEEL_ENOMEM;

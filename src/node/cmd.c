@@ -288,6 +288,13 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
     if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0) {
         if (script_busy(srv)) { /* no move step inside a script's turn */
+            /* A one-way replication connection takes no reply, not even an
+             * error (its sender queued no callback: hiredis would drop the
+             * link). The message is lost, as it was when the -BUSY went to
+             * the sender's empty callback; the engines resend or resubscribe. */
+            const node_conn *nc = c->user;
+            if (nc && nc->rep_oneway && argvlen[0] > 9 && !strncasecmp(argv[0], "keel.rep.", 9))
+                return 0;
             script_reply_busy(&x);
             return 0;
         }
