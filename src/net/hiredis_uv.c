@@ -44,8 +44,7 @@ static void poll_set(watch *w, int want) {
  * write waits for room, not while the prepare handle will try it. */
 static void sync_poll(watch *w) {
     int want = w->events & UV_READABLE;
-    if ((w->events & UV_WRITABLE) && !uv_is_active((uv_handle_t *)&w->prep))
-        want |= UV_WRITABLE;
+    if ((w->events & UV_WRITABLE) && !uv_is_active((uv_handle_t *)&w->prep)) want |= UV_WRITABLE;
     poll_set(w, want);
 }
 

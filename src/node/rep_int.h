@@ -70,8 +70,8 @@ typedef struct rep_part {
     rep_ec ec[REP_EC_MAX];
     int nec;
     /* Leader. */
-    int capture; /* >= 0: this partition's writes are captured (the shared capture) */
-    kbuf pend;   /* this turn's records */
+    int capture;  /* >= 0: this partition's writes are captured (the shared capture) */
+    kbuf pend;    /* this turn's records */
     int in_dirty; /* listed in rep.dirty (pend got records since the last turn end) */
     /* Retained batches, positions log[0].pos.. end, no gap. A leader's for
      * catch-up; a follower's: the newest it applied by APPEND (its tail,

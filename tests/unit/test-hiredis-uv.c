@@ -37,10 +37,10 @@
 
 typedef struct fx {
     uv_loop_t loop;
-    int lfd, port; /* the test server's listening socket */
-    int sfd;       /* its accepted connection (-1: none yet) */
-    int reading;   /* the server reads (and answers) only while set */
-    size_t got;    /* bytes the server has read */
+    int lfd, port;    /* the test server's listening socket */
+    int sfd;          /* its accepted connection (-1: none yet) */
+    int reading;      /* the server reads (and answers) only while set */
+    size_t got;       /* bytes the server has read */
     size_t cmd_bytes; /* each command's size on the wire: one reply per this many */
     size_t answered;  /* replies the server has written */
     redisAsyncContext *ac;
@@ -172,9 +172,9 @@ static void test_replies_in_order(void **state) {
     assert_int_equal(F.replies, 10);
     for (int round = 0; round < 50; round++) {
         for (int i = 0; i < 20; i++)
-            assert_int_equal(redisAsyncCommand(F.ac, on_reply, (void *)(intptr_t)(F.replies + i),
-                                               "PING"),
-                             REDIS_OK);
+            assert_int_equal(
+                redisAsyncCommand(F.ac, on_reply, (void *)(intptr_t)(F.replies + i), "PING"),
+                REDIS_OK);
         /* priv counts from the replies so far: each batch is sent after the
          * previous one was answered */
         want = F.replies + 20;
