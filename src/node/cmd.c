@@ -288,13 +288,6 @@ static int dispatch_one(server *srv, client *c, int argc, char **argv, const siz
     const cmd_def *parent = NULL, *d = cmd_lookup(argv[0], argvlen[0]);
     if (!d && argvlen[0] > 5 && strncasecmp(argv[0], "keel.", 5) == 0) {
         if (script_busy(srv)) { /* no move step inside a script's turn */
-            /* A one-way replication connection takes no reply, not even an
-             * error (its sender queued no callback: hiredis would drop the
-             * link). The message is lost, as it was when the -BUSY went to
-             * the sender's empty callback; the engines resend or resubscribe. */
-            const node_conn *nc = c->user;
-            if (nc && nc->rep_oneway && argvlen[0] > 9 && !strncasecmp(argv[0], "keel.rep.", 9))
-                return 0;
             script_reply_busy(&x);
             return 0;
         }
@@ -390,7 +383,20 @@ int cmd_dispatch(server *srv, client *c, int argc, char **argv, const size_t *ar
     size_t before = c->out.len;
     uint64_t calls = srv->handler_calls;
     const cmd_def *d = NULL, *parent = NULL;
+    /* A replication peer's connection after KEEL.REP.ONEWAY (move_uv.c):
+     * nothing may answer its messages, not even an error (-BUSY during a
+     * script, say): the sender queued no reply callback, and hiredis drops
+     * a link on a reply it did not expect. A message refused that way is
+     * lost, as it was when the reply went to the sender's empty callback;
+     * the engines resend or resubscribe. Its turn end still runs as for a
+     * reply (rserver_touch): that is where a follower's ACK leaves. */
+    const node_conn *nc = c->user;
+    int oneway = nc && nc->rep_oneway;
     int rc = dispatch_one(srv, c, argc, argv, argvlen, &d, &parent);
+    if (oneway) {
+        c->out.len = before;
+        rserver_touch(c);
+    }
     if (rc == RSERVER_HOLD) return rc;
     if (srv->handler_calls == calls && c->out.len > before && c->out.p[before] == '-') {
         cmdstats_error(srv, c->out.p + before, c->out.len - before);

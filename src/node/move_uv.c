@@ -260,20 +260,12 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
         /* rep_uv.c on_link_ready. Failpoint rep.oneway (error): answer as a
          * version before ONEWAY did (test_rep_oneway). */
         if (!strcasecmp(argv[0], "keel.rep.oneway") && FAILPOINT("rep.oneway") != FP_ERROR) {
-            nc->rep_oneway = 1;
+            nc->rep_oneway = 1; /* from the next request on: this +OK leaves */
             resp_w_simple(&c->out, "OK");
             return 0;
         }
-        /* One-way: the sender queued no callback for a reply, so none may
-         * leave (a refused message is logged by node_rep_peer_command). The
-         * turn end still runs as for a reply: it syncs what the message
-         * applied and sends the acknowledgement (rserver_touch). */
-        size_t before = c->out.len;
+        /* On a one-way connection cmd_dispatch drops what this answers. */
         node_rep_peer_command(nm->s->rep, c->id, peer, argc, argv, len, &c->out);
-        if (nc->rep_oneway) {
-            c->out.len = before;
-            rserver_touch(c);
-        }
         return 0;
     }
     move_call call = {
