@@ -46,8 +46,9 @@ static void src_wake(out_move *o, int forced) {
 
 /* Capture callback: runs inside the store's turn write; only appends. */
 static void on_change(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
-                      size_t vlen) {
+                      size_t vlen, const store_phys *old) {
     out_move *o = arg;
+    (void)old;
     if (o->overflow) return;
     char h[MOVE_CHANGE_HDR];
     move_be64(h, o->next_pos++);

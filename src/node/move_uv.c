@@ -258,10 +258,12 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
             return 0;
         }
         /* rep_uv.c on_link_ready. Failpoint rep.oneway (error): answer as a
-         * version before ONEWAY did (test_rep_oneway). */
+         * version before ONEWAY did; rep.olds (error): as one before olds,
+         * which ignored the argument (test_rep_oneway). */
         if (!strcasecmp(argv[0], "keel.rep.oneway") && FAILPOINT("rep.oneway") != FP_ERROR) {
             nc->rep_oneway = 1; /* from the next request on: this +OK leaves */
-            resp_w_simple(&c->out, "OK");
+            int olds = argc == 2 && !strcasecmp(argv[1], "olds") && FAILPOINT("rep.olds") != FP_ERROR;
+            resp_w_simple(&c->out, olds ? "OK OLDS" : "OK");
             return 0;
         }
         /* On a one-way connection cmd_dispatch drops what this answers. */

@@ -25,6 +25,48 @@ uint64_t rep_hash(const char *p, size_t n) { /* FNV-1a */
     return h;
 }
 
+/* olds (rep_engine.h): flags, then what they say is there. */
+enum { OLD_PRESENT = 1, OLD_TTL = 2, OLD_VER = 4, OLD_UNKNOWN = 0x80 };
+
+int rep_put_old(kbuf *b, const store_phys *old) {
+    char e[1 + 1 + 4 + 8 + 8];
+    size_t n = 1;
+    if (!old) {
+        e[0] = (char)OLD_UNKNOWN;
+    } else if (!old->exists) {
+        e[0] = 0;
+    } else {
+        if (old->vlen > UINT32_MAX) return kbuf_append(b, (char[]){(char)OLD_UNKNOWN}, 1);
+        e[0] = (char)(OLD_PRESENT | (old->has_ttl ? OLD_TTL : 0) | (old->ver ? OLD_VER : 0));
+        e[1] = (char)old->type;
+        move_be32(e + 2, (uint32_t)old->vlen);
+        move_be64(e + 6, old->hash);
+        n = 14;
+        if (old->ver) move_be64(e + 14, old->ver), n = 22;
+    }
+    return kbuf_append(b, e, n);
+}
+
+size_t rep_get_old(const char *p, size_t n, store_phys *old, int *known) {
+    if (!n) return 0;
+    unsigned f = (uint8_t)p[0];
+    *old = (store_phys){0};
+    *known = 0;
+    if (f == OLD_UNKNOWN) return 1;
+    if (f & ~(unsigned)(OLD_PRESENT | OLD_TTL | OLD_VER)) return 0;
+    *known = 1;
+    if (!(f & OLD_PRESENT)) return f ? 0 : 1;
+    size_t need = (f & OLD_VER) ? 22 : 14;
+    if (n < need) return 0;
+    old->exists = 1;
+    old->has_ttl = (f & OLD_TTL) != 0;
+    old->type = (uint8_t)p[1];
+    old->vlen = (size_t)move_rd(p + 2, 4);
+    old->hash = move_rd(p + 6, 8);
+    old->ver = (f & OLD_VER) ? move_rd(p + 14, 8) : 0;
+    return need;
+}
+
 int rep_sendv(rep *r, const char *peer, int argc, const char **argv, const size_t *len) {
     return r->env.send(r->env.ctx, peer, argc, argv, len);
 }
@@ -176,6 +218,7 @@ rep *rep_new(const rep_env *env, unsigned mutations) {
         pp->hi_slot = pp->lo_slot + per - 1;
         pp->capture = -1;
         kbuf_init(&pp->pend);
+        kbuf_init(&pp->pend_old);
     }
     return r;
 }
@@ -187,6 +230,7 @@ void rep_free(rep *r) {
         if (pp->role == REP_LEADER) leader_stop(r, pp);
         rep_log_clear(pp); /* a follower's tail */
         kbuf_close(&pp->pend);
+        kbuf_close(&pp->pend_old);
         free(pp->log);
     }
     if (r->capture >= 0 && store_capture_stop(r->env.st, r->capture))
@@ -501,21 +545,30 @@ static int m_resigned(msg *m) {
 }
 static int m_append(msg *m) {
     if (!from_leader(m)) return 0;
-    return follower_on_append(m->r, m->pp, m->n[2], m->n[3], m->argv[5], m->len[5]);
+    return follower_on_append(m->r, m->pp, m->n[2], m->n[3], m->argv[5], m->len[5],
+                              m->argc > 6 ? m->argv[6] : NULL, m->argc > 6 ? m->len[6] : 0);
 }
 
-/* name, argument count, how many leading arguments (after the name) are
- * integers, handler. Every message carries p and the leader epoch first. */
+/* name, argument count, optional trailing arguments, how many leading
+ * arguments (after the name) are integers, handler. Every message carries p
+ * and the leader epoch first. */
 static const struct {
     const char *name;
-    int argc, nints;
+    int argc, opt, nints;
     int (*fn)(msg *m);
 } msgs[] = {
-    {"KEEL.REP.SUB", 7, 6, m_sub},           {"KEEL.REP.ACK", 4, 3, m_ack},
-    {"KEEL.REP.STREAM", 4, 3, m_stream},     {"KEEL.REP.DIVERGED", 4, 3, m_diverged},
-    {"KEEL.REP.SNAP", 8, 5, m_snap},         {"KEEL.REP.APPEND", 6, 4, m_append},
-    {"KEEL.REP.RESIGNED", 4, 3, m_resigned},
+    {"KEEL.REP.SUB", 7, 0, 6, m_sub},          {"KEEL.REP.ACK", 4, 0, 3, m_ack},
+    {"KEEL.REP.STREAM", 4, 0, 3, m_stream},    {"KEEL.REP.DIVERGED", 4, 0, 3, m_diverged},
+    {"KEEL.REP.SNAP", 8, 0, 5, m_snap},        {"KEEL.REP.APPEND", 6, 1, 4, m_append},
+    {"KEEL.REP.RESIGNED", 4, 0, 3, m_resigned},
 };
+
+int rep_msg_downgrade(int argc, const char **argv, const size_t *len) {
+    static const char append[] = "KEEL.REP.APPEND";
+    if (argc == 7 && len[0] == sizeof append - 1 && memcmp(argv[0], append, len[0]) == 0)
+        return 6;
+    return argc;
+}
 
 int rep_msg_early(int argc, const char **argv, const size_t *len) {
     static const char *const names[] = {"KEEL.REP.APPEND", "KEEL.REP.STREAM", "KEEL.REP.SNAP",
@@ -532,7 +585,7 @@ int rep_message(rep *r, const char *from, int argc, const char **argv, const siz
     if (src) return src;
     for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {
         if (strlen(msgs[i].name) != len[0] || memcmp(msgs[i].name, argv[0], len[0])) continue;
-        if (argc != msgs[i].argc) return KEEL_EPROTO;
+        if (argc < msgs[i].argc || argc > msgs[i].argc + msgs[i].opt) return KEEL_EPROTO;
         msg m = {.r = r, .from = from, .argc = argc, .argv = argv, .len = len};
         for (int k = 1; k <= msgs[i].nints; k++)
             if (keel_parse_u64(argv[k], len[k], &m.n[k - 1])) return KEEL_EPROTO;

@@ -28,12 +28,24 @@
  *   L->F  KEEL.REP.SNAP p leader-epoch pos first last cache records
  *         a full copy of p at position pos, in chunks (cache: the leader's
  *         epoch cache up to pos, on the first chunk), then batches from pos+1
- *   L->F  KEEL.REP.APPEND p leader-epoch batch-epoch pos records
+ *   L->F  KEEL.REP.APPEND p leader-epoch batch-epoch pos records [olds]
  *   F->L  KEEL.REP.ACK p leader-epoch pos
  *   L->F  KEEL.REP.RESIGNED p leader-epoch end
  *         "I handed the leadership over (the binding answered RESIGN OK at
  *         end): take no client to me in leader-epoch" (rep_resign_announce)
  * records are move_wire chunk records ([slot][klen][key][vlen][value]).
+ * olds (optional; a version before 2026-12-03 sends none and takes none, see
+ * rep_msg_downgrade) is each record's physical state before the batch, in
+ * record order: [flags u8], and with flags & 1 (present) [type u8][encoded
+ * value bytes u32][kv hash u64], with flags & 4 [version u64]; flags & 2:
+ * it has an expiry; flags 0x80: unknown (the follower reads its own). The
+ * states are the leader's (its change capture's, store_change_cb old); a
+ * follower whose data holds exactly the batch's previous position has the
+ * same, so it applies the records without reading each key's old value for
+ * its statistics (store_txn_seed). Where its data may hold more than that
+ * position (after a copy, whose batch pos+1 may repeat records already in
+ * the snapshot; after a restart, a role change, a gap) it reads them
+ * instead, for the one batch that brings it back to exactly a position.
  *
  * Truncation (KIP-101): a follower of a new leader asks for the end E of the
  * last epoch it holds records of. If its log may reach past E (hi > E) its
@@ -80,6 +92,13 @@
  * the whole partition to it (which takes that follower out of the ISR). */
 #define REP_TAIL_KEEP 16
 #define REP_TAIL_BYTES (1u << 20)
+/* A follower checks 1 in this many old states it takes against its own
+ * data (rep_stats olds_verified); every one in a debug build (no NDEBUG). */
+#ifdef NDEBUG
+#define REP_OLD_VERIFY 256u
+#else
+#define REP_OLD_VERIFY 1u
+#endif
 #define REP_COPY_CHUNK (64u << 10)
 /* Full copies a leader sends at once, over all its partitions; more wait. */
 #define REP_COPY_MAX 4
@@ -209,6 +228,11 @@ void rep_peer_down(rep *r, const char *peer);
  * a KEEL_E*. */
 int rep_tick(rep *r);
 
+/* For a transport whose peer runs a version that takes no olds argument of
+ * KEEL.REP.APPEND (see above): the argument count to send instead of argc
+ * (the trailing olds dropped; the follower then reads its own). */
+int rep_msg_downgrade(int argc, const char **argv, const size_t *len);
+
 /* Counters for INFO and the simulator. */
 typedef struct rep_stats {
     uint64_t batches_sent, batches_applied, copies_sent, copies_received, truncations;
@@ -220,6 +244,12 @@ typedef struct rep_stats {
      * unsynced (durable with the turn's fsync; docs/replication.md "Write
      * path speed"). */
     uint64_t records_synced, records_lazy;
+    /* Records a follower applied with the leader's old state (no read of
+     * its own), and by reading it (no state sent, or the data not exactly
+     * at the batch's previous position); of the former, the ones checked
+     * against its own data anyway (1 in REP_OLD_VERIFY) and found to differ
+     * (a bug: logged, and the record applied with the data's state). */
+    uint64_t olds_used, olds_read, olds_verified, olds_mismatched;
 } rep_stats;
 void rep_get_stats(const rep *r, rep_stats *out);
 

@@ -76,7 +76,11 @@ enum {
     /* a follower writes its exact record {hi = the batch} by a write of its
      * own ahead of the batch, not with it (a power loss that keeps the one
      * and not the other leaves a log that claims a batch its data lacks) */
-    REP_MUT_RECORD_APART = 1 << 4
+    REP_MUT_RECORD_APART = 1 << 4,
+    /* a follower takes a batch's olds even when its data may not hold
+     * exactly the previous position (the batch after a copy, which may
+     * repeat records the copy holds; the first after a restart) */
+    REP_MUT_OLDS_ALWAYS = 1 << 5
 };
 
 #endif

@@ -54,6 +54,7 @@ static void ack(rep *r, rep_part *pp) {
 
 void follower_start(rep *r, rep_part *pp) {
     pp->want_copy = rep_pos0_has_data(r, pp); /* not the leader's history: copied */
+    pp->exact = 0; /* a demoted leader's data may hold an unsealed turn */
     sub(r, pp);
 }
 
@@ -89,13 +90,51 @@ int follower_on_diverged(rep *r, rep_part *pp, uint64_t e) {
     return 0;
 }
 
-/* Applies move_wire chunk records of p's slots in one txn. */
-/* The records p[0..n) in one txn; with record, the rep/<p> record too
- * (rep_persist_txn). KEEL_EPROTO: a record that does not parse or lies
- * outside the partition (nothing written). */
-static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy, int record) {
+/* Whether a record's old state as the leader had it is this follower's
+ * too (its data holding exactly the previous position): not for a record
+ * with an expiry, nor for a field record being deleted, the two kinds this
+ * node's own expiry sweep and gc remove without the leader (and a version
+ * before olds swept the partitions it followed too). */
+static int old_usable(const store_phys *o, int del) {
+    return !o->exists || (!o->has_ttl && !(del && (o->type & STORE_T_SUB)));
+}
+
+/* Tells the txn one record's old state (olds, rep_engine.h) unless the
+ * follower must read its own; 1 in REP_OLD_VERIFY is checked against the
+ * data. KEEL_EPROTO: malformed. */
+static int take_old(rep *r, store_txn *t, unsigned slot, const char *k, size_t kl, int del,
+                    const char *old, size_t olen, size_t *ooff) {
+    store_phys o;
+    int known;
+    size_t used = rep_get_old(old + *ooff, olen - *ooff, &o, &known);
+    if (!used) return KEEL_EPROTO;
+    *ooff += used;
+    if (!known || !old_usable(&o, del)) {
+        r->st.olds_read++;
+        return 0;
+    }
+    int verify = ++r->olds_seen % REP_OLD_VERIFY == 0, bad = 0;
+    int rc = store_txn_seed(t, slot, k, kl, &o, verify, &bad);
+    if (rc) return rc == KEEL_EINVAL ? KEEL_EPROTO : rc;
+    r->st.olds_used++;
+    r->st.olds_verified += verify;
+    if (bad) {
+        if (!r->st.olds_mismatched)
+            keel_log(KEEL_LOG_ERROR, "rep_old_mismatch", "slot=%u key_bytes=%zu", slot, kl);
+        r->st.olds_mismatched++;
+    }
+    return 0;
+}
+
+/* The records p[0..n) in one txn, with their olds old[0..olen) when the
+ * caller may take them (NULL: every record reads its own); with record,
+ * the rep/<p> record too (rep_persist_txn). KEEL_EPROTO: a record or old
+ * state that does not parse, a record outside the partition, or olds that
+ * do not match the records one to one (nothing written). */
+static int apply_olds(rep *r, rep_part *pp, const char *p, size_t n, const char *old, size_t olen,
+                      int lazy, int record) {
     store_txn *t = store_txn_begin(r->env.st);
-    size_t off = 0;
+    size_t off = 0, ooff = 0;
     int rc = KEEL_EPROTO;
     while (off < n) {
         unsigned slot;
@@ -103,15 +142,23 @@ static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy, int re
         size_t kl, vl;
         size_t used = move_get_record(p + off, n - off, &slot, &k, &kl, &v, &vl);
         if (!used || slot < pp->lo_slot || slot > pp->hi_slot) goto bad;
+        if (old && (rc = take_old(r, t, slot, k, kl, v == NULL, old, olen, &ooff))) goto bad;
+        if (!old && !lazy) r->st.olds_read++; /* a batch's record, not a copy's */
+        rc = KEEL_EPROTO;
         if (v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL))
             goto bad;
         off += used;
     }
+    if (old && ooff != olen) goto bad;
     if (record && (rc = rep_persist_txn(r, pp, t))) goto bad;
     return lazy ? store_txn_commit_lazy(t) : store_txn_commit(t);
 bad:
     store_txn_abort(t);
     return rc;
+}
+
+static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy, int record) {
+    return apply_olds(r, pp, p, n, NULL, 0, lazy, record);
 }
 
 int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
@@ -133,6 +180,7 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
         if (clen % 16 || clen / 16 > REP_EC_MAX) return KEEL_EPROTO;
         pp->fstate = F_COPYING;
         pp->copying = 1;
+        pp->exact = 0; /* batch pos+1 may repeat records the copy holds */
         rep_log_clear(pp); /* the data is replaced: no batch of the old tail holds */
         pp->plo = 0, pp->phi = UINT64_MAX;
         pp->end = 0;
@@ -170,12 +218,14 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
 /* The tail: the newest REP_TAIL_KEEP batches applied (REP_TAIL_BYTES at
  * most), for leader_start if this node is promoted. Best effort: out of
  * memory it is dropped (a promotion then copies, as without it). */
-static void tail_keep(rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec, size_t rlen) {
+static void tail_keep(rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec, size_t rlen,
+                      const char *old, size_t olen) {
     /* Too big to keep, or not following the tail: the tail restarts here. */
-    if (rlen > REP_TAIL_BYTES || rep_log_push(pp, pos, bepoch, rec, rlen)) {
+    size_t len = rlen + olen;
+    if (len > REP_TAIL_BYTES || rep_log_push(pp, pos, bepoch, rec, rlen, old, olen)) {
         rep_log_clear(pp);
-        if (rlen > REP_TAIL_BYTES) return;
-        (void)rep_log_push(pp, pos, bepoch, rec, rlen); /* out of memory: no tail */
+        if (len > REP_TAIL_BYTES) return;
+        (void)rep_log_push(pp, pos, bepoch, rec, rlen, old, olen); /* out of memory: no tail */
     }
     size_t bytes = 0, drop = 0;
     for (size_t i = 0; i < pp->nlog; i++)
@@ -191,7 +241,7 @@ static void tail_keep(rep_part *pp, uint64_t bepoch, uint64_t pos, const char *r
 }
 
 int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec,
-                       size_t rlen) {
+                       size_t rlen, const char *old, size_t olen) {
     if (pp->fstate != F_STREAMING) return 0;
     if (pos <= pp->end) return 0; /* sent twice (a resubscription): held already */
     if (pos != pp->end + 1 || bepoch > pp->epoch) {
@@ -210,7 +260,9 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
     pp->plo = pp->end, pp->phi = pos;
     int apart = (r->mutations & REP_MUT_RECORD_APART) != 0, rc = 0;
     if (apart && (rc = rep_persist_apart(r, pp))) return rc;
-    rc = apply(r, pp, rec, rlen, 0, !apart);
+    /* The olds are this node's only when its data holds exactly end. */
+    int take = old && (pp->exact || (r->mutations & REP_MUT_OLDS_ALWAYS));
+    rc = apply_olds(r, pp, rec, rlen, take ? old : NULL, take ? olen : 0, 0, !apart);
     if (rc) {
         pp->plo = plo, pp->phi = phi;
         if (opens) pp->nec = nec, memcpy(pp->ec, ec, (size_t)nec * sizeof *ec);
@@ -224,8 +276,9 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
     }
     if (rc) return rc;
     pp->end = pos;
+    pp->exact = 1;
     r->st.batches_applied++;
-    tail_keep(pp, bepoch, pos, rec, rlen);
+    tail_keep(pp, bepoch, pos, rec, rlen, old, old ? olen : 0);
     if (r->env.applied) r->env.applied(r->env.ctx, pp->p, pos, bepoch, rep_hash(rec, rlen));
     ack(r, pp);
     return 0;

@@ -23,10 +23,12 @@ typedef struct rep_ec {
     uint64_t epoch, start; /* the first position written in that leader epoch */
 } rep_ec;
 
+/* data[0..rlen): the records; data[rlen..len): their old states (olds in
+ * rep_engine.h; none when rlen == len). */
 typedef struct rep_batch {
     uint64_t pos, epoch;
     char *data;
-    size_t len;
+    size_t len, rlen;
 } rep_batch;
 
 /* The leader's view of one follower. */
@@ -72,6 +74,7 @@ typedef struct rep_part {
     /* Leader. */
     int capture;  /* >= 0: this partition's writes are captured (the shared capture) */
     kbuf pend;    /* this turn's records */
+    kbuf pend_old; /* and their old states (olds in rep_engine.h) */
     int in_dirty; /* listed in rep.dirty (pend got records since the last turn end) */
     /* Retained batches, positions log[0].pos.. end, no gap. A leader's for
      * catch-up; a follower's: the newest it applied by APPEND (its tail,
@@ -90,6 +93,10 @@ typedef struct rep_part {
     int fstate;
     uint64_t sub_us; /* when the last SUB went */
     int want_copy;
+    /* The data holds exactly position end, as the leader's did: the next
+     * batch's olds are this node's too. 0 from a restart, a role change, a
+     * copy or a gap until a batch is applied by reading (rep_engine.h). */
+    int exact;
     int resigned; /* the leader announced its resignation in this epoch (REP_EHANDOFF) */
     rep_early_sub early[REP_RF_MAX];
 } rep_part;
@@ -113,6 +120,7 @@ struct rep {
      * every partition (the full scan, twice per loop turn, was 1.5 % of a
      * node's CPU at 1,024 partitions). work: rep_turn_end's copy. */
     unsigned *dirty, *work, ndirty;
+    uint64_t olds_seen; /* olds taken, for the 1 in REP_OLD_VERIFY check */
     rep_stats st; /* st.copies_active: peers with a snapshot, over all parts */
 };
 
@@ -138,6 +146,12 @@ int rep_persist_apart(rep *r, rep_part *pp);
 void rep_ec_push(rep_part *pp, uint64_t epoch, uint64_t start);
 uint64_t rep_ec_last(const rep_part *pp); /* last epoch in the cache; 0 if none */
 uint64_t rep_hash(const char *p, size_t n);
+/* One record's old state in olds' encoding (rep_engine.h; NULL: unknown).
+ * 0 or -1 (out of memory). */
+int rep_put_old(kbuf *b, const store_phys *old);
+/* Parses one old state at p[0..n): its size, or 0 if malformed. *known 0:
+ * the leader did not know it (the follower reads its own). */
+size_t rep_get_old(const char *p, size_t n, store_phys *old, int *known);
 void rep_set_isr(rep_part *pp, const rep_config *c);
 int rep_in_isr(const rep_part *pp, const char *id);
 int rep_sendv(rep *r, const char *peer, int argc, const char **argv, const size_t *len);
@@ -160,9 +174,11 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c);
 int rep_pos0_has_data(const rep *r, const rep_part *pp);
 /* Frees pp's retained batches (either role). */
 void rep_log_clear(rep_part *pp);
-/* Appends a batch to pp's retained batches (a copy of data), which must end
- * at pos - 1 or be empty; KEEL_ENOMEM leaves them as they were. */
-int rep_log_push(rep_part *pp, uint64_t pos, uint64_t epoch, const char *data, size_t len);
+/* Appends a batch to pp's retained batches (a copy of its records and
+ * their olds), which must end at pos - 1 or be empty; KEEL_ENOMEM leaves
+ * them as they were. */
+int rep_log_push(rep_part *pp, uint64_t pos, uint64_t epoch, const char *rec, size_t rlen,
+                 const char *old, size_t olen);
 void leader_stop(rep *r, rep_part *pp);
 /* Stop leading pp (leader_stop) and record its exact end: {end, end} when
  * the turn so far holds none of its writes, else {end, end + 1} (perhaps).
@@ -186,8 +202,9 @@ int follower_on_stream(rep *r, rep_part *pp, uint64_t from);
 int follower_on_diverged(rep *r, rep_part *pp, uint64_t end);
 int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
                      size_t clen, const char *rec, size_t rlen);
+/* old/olen: the batch's olds (rep_engine.h), NULL when it came without. */
 int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, const char *rec,
-                       size_t rlen);
+                       size_t rlen, const char *old, size_t olen);
 int follower_on_resigned(rep *r, rep_part *pp, uint64_t end);
 void follower_peer_down(rep *r, rep_part *pp);
 int follower_tick(rep *r, rep_part *pp);

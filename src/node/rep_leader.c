@@ -50,14 +50,16 @@ static rep_peer *peer_find(rep_part *pp, const char *id) {
 /* The shared capture's callback (rep_int.h): runs inside the store's turn
  * write; appends to the partition's batch when it leads with capture on. */
 static void on_change(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
-                      size_t vlen) {
+                      size_t vlen, const store_phys *old) {
     rep *r = arg;
     unsigned p = slot / (16384u / r->nparts);
     if (p >= r->nparts) return;
     rep_part *pp = &r->parts[p];
     if (pp->role != REP_LEADER || pp->capture < 0) return;
     rep_mark_dirty(r, pp);
-    if (move_put_record(&pp->pend, slot, key, klen, val, vlen)) pp->pend.len = SIZE_MAX / 2;
+    if (move_put_record(&pp->pend, slot, key, klen, val, vlen) ||
+        rep_put_old(&pp->pend_old, old))
+        pp->pend.len = SIZE_MAX / 2;
 }
 
 static void peer_copy_end(rep *r, rep_peer *pe) {
@@ -107,6 +109,7 @@ int leader_start(rep *r, rep_part *pp, const rep_config *c) {
     if (rc) return rc;
     r->configure_unsynced = 1;
     kbuf_init(&pp->pend);
+    kbuf_init(&pp->pend_old);
     /* rep_persist wrote the turn out: only later writes reach the batch. */
     if (r->capture < 0) {
         r->capture = store_capture_start(r->env.st, 0, 16383, on_change, r);
@@ -134,18 +137,23 @@ static int log_room(rep_part *pp) {
     return 0;
 }
 
-int rep_log_push(rep_part *pp, uint64_t pos, uint64_t epoch, const char *data, size_t len) {
+int rep_log_push(rep_part *pp, uint64_t pos, uint64_t epoch, const char *rec, size_t rlen,
+                 const char *old, size_t olen) {
     if (pp->nlog && pp->log[pp->nlog - 1].pos + 1 != pos) return KEEL_EINVAL;
     char *copy = NULL;
+    size_t len = rlen + olen;
     if (log_room(pp) || (len && !(copy = malloc(len)))) return KEEL_ENOMEM;
-    if (len) memcpy(copy, data, len);
-    pp->log[pp->nlog++] = (rep_batch){.pos = pos, .epoch = epoch, .data = copy, .len = len};
+    if (rlen) memcpy(copy, rec, rlen);
+    if (olen) memcpy(copy + rlen, old, olen);
+    pp->log[pp->nlog++] =
+        (rep_batch){.pos = pos, .epoch = epoch, .data = copy, .len = len, .rlen = rlen};
     return 0;
 }
 
 void leader_stop(rep *r, rep_part *pp) {
     pp->capture = -1; /* the shared capture stays: it skips this partition now */
     kbuf_close(&pp->pend);
+    kbuf_close(&pp->pend_old);
     rep_log_clear(pp);
     for (int i = 0; i < pp->npeers; i++)
         peer_copy_end(r, &pp->peers[i]);
@@ -371,6 +379,21 @@ static void want_copy(rep *r, rep_part *pp, rep_peer *pe) {
     start_copy(r, pp, pe);
 }
 
+/* KEEL.REP.APPEND p leader-epoch batch-epoch pos records [olds]. */
+static int send_append(rep *r, const rep_part *pp, const rep_peer *pe, const rep_batch *b) {
+    char num[4][24];
+    const char *argv[7] = {"KEEL.REP.APPEND",
+                           rep_u64(num[0], pp->p),
+                           rep_u64(num[1], pp->epoch),
+                           rep_u64(num[2], b->epoch),
+                           rep_u64(num[3], b->pos),
+                           b->data ? b->data : "",
+                           b->data ? b->data + b->rlen : ""};
+    size_t len[7] = {15, strlen(num[0]), strlen(num[1]), strlen(num[2]), strlen(num[3]), b->rlen,
+                     b->len - b->rlen};
+    return rep_sendv(r, pe->id, b->len > b->rlen ? 7 : 6, argv, len);
+}
+
 static void send_more(rep *r, rep_part *pp, rep_peer *pe) {
     if (!pe->streaming || pe->snap) return;
     while (pe->next <= pp->end && pe->next <= pe->acked + REP_WINDOW) {
@@ -379,8 +402,7 @@ static void send_more(rep *r, rep_part *pp, rep_peer *pe) {
             want_copy(r, pp, pe);
             return;
         }
-        uint64_t v[] = {pp->p, pp->epoch, b->epoch, b->pos};
-        if (rep_send_u64s(r, pe->id, "KEEL.REP.APPEND", 4, v, b->data ? b->data : "", b->len)) {
+        if (send_append(r, pp, pe, b)) {
             pe->streaming = 0;
             return;
         }
@@ -424,11 +446,18 @@ int leader_turn_end(rep *r, rep_part *pp) {
     if (log_room(pp)) return KEEL_ENOMEM;
     rep_batch *b = &pp->log[pp->nlog++];
     b->pos = pos, b->epoch = pp->epoch;
+    /* The olds after the records, in the one buffer the batch takes; out of
+     * memory the batch goes without them (its followers read their own). */
+    b->rlen = pp->pend.len;
+    if (pp->pend_old.len && kbuf_append(&pp->pend, pp->pend_old.p, pp->pend_old.len))
+        pp->pend.len = b->rlen;
+    pp->pend_old.len = 0;
     b->len = pp->pend.len;
     b->data = pp->pend.p; /* the batch takes the buffer */
     kbuf_init(&pp->pend);
     pp->end = pos;
-    if (r->env.applied) r->env.applied(r->env.ctx, pp->p, pos, b->epoch, rep_hash(b->data, b->len));
+    if (r->env.applied)
+        r->env.applied(r->env.ctx, pp->p, pos, b->epoch, rep_hash(b->data, b->rlen));
     for (int i = 0; i < pp->npeers; i++)
         send_more(r, pp, &pp->peers[i]);
     leader_commit(r, pp);

@@ -53,6 +53,7 @@ typedef struct rlink {
     peerlink *pl;
     int ready, dead;    /* dead: went down; closed and told at the next tick */
     int oneway;         /* the peer answers nothing to our messages (KEEL.REP.ONEWAY) */
+    int olds;           /* the peer takes APPEND's olds (it answered ONEWAY OLDS with "OK OLDS") */
     kbuf q;             /* queued messages: [u32 argc] then argc x [u32 len][bytes] */
     kbuf qe;            /* the same, a leader's data messages: may leave before the fsync */
     uint64_t in_client; /* the newest incoming connection from this peer (client id) */
@@ -164,20 +165,24 @@ static rlink *link_get(node_rep *nr, const char *id) {
     return l;
 }
 
-/* The answer to KEEL.REP.ONEWAY: +OK, the peer sends no reply to our
- * messages from now on; an error (a version that knows no ONEWAY), every
- * message is answered with +OK as before. Only then is the link ready. */
+/* The answer to KEEL.REP.ONEWAY OLDS: +OK OLDS, the peer sends no reply
+ * to our messages from now on and takes APPEND's olds (rep_engine.h); +OK
+ * (a version before olds, which ignores the argument), no reply but no
+ * olds; an error (a version that knows no ONEWAY), every message is
+ * answered with +OK as before, and no olds. Only then is the link ready. */
 static void on_oneway(void *arg, void *tag, redisReply *r) {
     (void)tag;
     rlink *l = arg;
     if (!r || l->dead) return; /* went down first: on_link_down runs */
-    l->oneway = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+    int st = r->type == REDIS_REPLY_STATUS;
+    l->olds = st && strcmp(r->str, "OK OLDS") == 0;
+    l->oneway = st && (l->olds || strcmp(r->str, "OK") == 0);
     l->ready = 1; /* the queue leaves at the next flush point (after a sync) */
     l->dial_us = 0;
     l->slows = 0;
     if (l->fails)
-        keel_log(KEEL_LOG_INFO, "rep_link_up", "peer=%s after=%u oneway=%d", l->id, l->fails,
-                 l->oneway);
+        keel_log(KEEL_LOG_INFO, "rep_link_up", "peer=%s after=%u oneway=%d olds=%d", l->id,
+                 l->fails, l->oneway, l->olds);
     l->fails = 0;
 }
 
@@ -189,9 +194,9 @@ static void on_oneway(void *arg, void *tag, redisReply *r) {
  * one-way replication messages"). */
 static void on_link_ready(void *arg, peerlink *pl) {
     rlink *l = arg;
-    static const char *argv[] = {"KEEL.REP.ONEWAY"};
-    l->oneway = 0;
-    if (peerlink_send(pl, on_oneway, NULL, 1, argv, NULL)) l->dead = 1; /* cannot while ready */
+    static const char *argv[] = {"KEEL.REP.ONEWAY", "OLDS"};
+    l->oneway = l->olds = 0;
+    if (peerlink_send(pl, on_oneway, NULL, 2, argv, NULL)) l->dead = 1; /* cannot while ready */
 }
 
 static void on_link_down(void *arg, peerlink *pl, const char *why) {
@@ -256,6 +261,7 @@ static void queue_flush(node_rep *nr, rlink *l, kbuf *q) {
             argv[i] = q->p + o + 4;
             o += 4 + len[i];
         }
+        if (!l->olds) argc = rep_msg_downgrade(argc, argv, len);
         if (l->oneway ? peerlink_send_oneway(l->pl, argc, argv, len)
                       : peerlink_send(l->pl, NULL, NULL, argc, argv, len)) {
             l->dead = 1; /* cannot happen while ready; treated as a loss */
@@ -1025,12 +1031,22 @@ void node_rep_info_keel(node_rep *nr, kbuf *b) {
                 (unsigned long long)st.handoff_moved, (unsigned long long)st.handoff_tryagain);
     /* Outgoing links ready now, and of those the ones whose peer answers
      * nothing (KEEL.REP.ONEWAY; a version before it answers every message). */
-    unsigned ready = 0, oneway = 0;
+    unsigned ready = 0, oneway = 0, olds = 0;
     for (size_t i = 0; i < nr->nlinks; i++) {
         const rlink *l = nr->links[i];
         if (!l->ready || l->dead) continue;
         ready++;
         oneway += l->oneway != 0;
+        olds += l->olds != 0;
     }
-    kbuf_printf(b, "rep_links_ready:%u\r\nrep_links_oneway:%u\r\n", ready, oneway);
+    kbuf_printf(b, "rep_links_ready:%u\r\nrep_links_oneway:%u\r\nrep_links_olds:%u\r\n", ready,
+                oneway, olds);
+    /* A follower's records applied with the leader's old state, and by
+     * reading its own (rep_engine.h olds); mismatched must stay 0. */
+    kbuf_printf(b,
+                "rep_olds_used:%llu\r\nrep_olds_read:%llu\r\nrep_olds_verified:%llu\r\n"
+                "rep_olds_mismatched:%llu\r\n",
+                (unsigned long long)st.eng.olds_used, (unsigned long long)st.eng.olds_read,
+                (unsigned long long)st.eng.olds_verified,
+                (unsigned long long)st.eng.olds_mismatched);
 }

@@ -885,6 +885,19 @@ static txn_entry *ent_add(store_txn *t, const char *ek, size_t eklen) {
     return e;
 }
 
+/* Fills e's physical state, and its orig (the state before the turn's
+ * writes: e is new, so nothing of the turn has changed it yet). */
+static void ent_fill(txn_entry *e, const store_phys *ph) {
+    e->exists = ph->exists;
+    e->vlen = ph->vlen;
+    e->has_ttl = ph->has_ttl;
+    e->hash = ph->hash;
+    e->type = ph->type;
+    e->ver = ph->ver;
+    e->orig = *ph;
+    e->orig_known = 1;
+}
+
 /* Existence and encoded value size of ek as this txn sees it: from the
  * overlay, else one DB read (remembered). */
 static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) {
@@ -906,12 +919,12 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
             *rc = KEEL_ENOMEM;
             return NULL;
         }
-        e->exists = exists;
-        e->vlen = vlen;
-        e->has_ttl = ttl;
-        e->hash = hash;
-        e->type = type;
-        e->ver = ver;
+        ent_fill(e, &(store_phys){.exists = exists,
+                                  .has_ttl = ttl,
+                                  .type = type,
+                                  .vlen = vlen,
+                                  .hash = hash,
+                                  .ver = ver});
     }
     return e;
 }
@@ -945,15 +958,17 @@ static txn_entry *txn_phys_known(store_txn *t, const char *ek, size_t eklen,
         *rc = KEEL_ENOMEM;
         return NULL;
     }
+    store_phys ph = {0};
     if (hdr) {
         uint8_t type = (uint8_t)hdr[0];
-        e->exists = 1;
-        e->vlen = VAL_HDR + len;
-        e->has_ttl = get_be64(hdr + 1) != 0;
-        e->hash = mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR), data, len));
-        e->type = type;
-        e->ver = type_compound(type) && len >= 8 ? get_be64(data) : 0;
+        ph.exists = 1;
+        ph.vlen = VAL_HDR + len;
+        ph.has_ttl = get_be64(hdr + 1) != 0;
+        ph.hash = mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR), data, len));
+        ph.type = type;
+        ph.ver = type_compound(type) && len >= 8 ? get_be64(data) : 0;
     }
+    ent_fill(e, &ph);
     return e;
 }
 
@@ -1042,12 +1057,12 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
             store_value_release(v);
             return KEEL_ENOMEM;
         }
-        e->exists = exists;
-        e->vlen = vlen;
-        e->has_ttl = ttl;
-        e->hash = hash;
-        e->type = type;
-        e->ver = ver;
+        ent_fill(e, &(store_phys){.exists = exists,
+                                  .has_ttl = ttl,
+                                  .type = type,
+                                  .vlen = vlen,
+                                  .hash = hash,
+                                  .ver = ver});
     }
     return rc;
 }
@@ -1150,6 +1165,40 @@ static int txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t ekl
 int store__txn_del_known(store_txn *t, unsigned slot, const char *ek, size_t eklen, size_t vlen,
                          int has_ttl, uint64_t hash, uint8_t type) {
     return txn_del_known(t, slot, ek, eklen, vlen, has_ttl, hash, type);
+}
+
+static int phys_equal(const store_phys *a, const store_phys *b) {
+    if (a->exists != b->exists) return 0;
+    return !a->exists || (a->has_ttl == b->has_ttl && a->type == b->type && a->vlen == b->vlen &&
+                          a->hash == b->hash && a->ver == b->ver);
+}
+
+int store_txn_seed(store_txn *t, unsigned slot, const char *key, size_t klen,
+                   const store_phys *old, int verify, int *mismatch) {
+    store *s = t->s;
+    if (mismatch) *mismatch = 0;
+    if (!t->open || slot >= STORE_SLOTS || !old) return KEEL_EINVAL;
+    size_t eklen = encode_key(s->kbuf, slot, key, klen);
+    if (!eklen) return KEEL_EINVAL;
+    if (ent_find(t, s->kbuf, eklen)) return 0; /* this turn knows better */
+    store_phys ph = *old;
+    if (!ph.exists) ph = (store_phys){0};
+    if (verify) {
+        store_value v;
+        store_phys db = {0};
+        int rc = db_get(s, s->kbuf, eklen, 0, &v, &db.exists, &db.vlen, &db.has_ttl, &db.hash,
+                        &db.type, &db.ver);
+        if (rc == 0)
+            store_value_release(&v);
+        else if (rc != KEEL_ENOTFOUND)
+            return rc;
+        if (!phys_equal(&ph, &db) && mismatch) *mismatch = 1;
+        ph = db;
+    }
+    txn_entry *e = ent_add(t, s->kbuf, eklen);
+    if (!e) return KEEL_ENOMEM;
+    ent_fill(e, &ph);
+    return 0;
 }
 
 int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen, int *existed) {

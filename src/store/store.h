@@ -109,6 +109,17 @@ KEEL_MUST_CHECK int store_get(store *s, unsigned slot, const char *key, size_t k
                               store_value *v);
 void store_value_release(store_value *v);
 
+/* A record's physical state, as the statistics and digests see it: absent
+ * (exists 0, the rest 0), or present (perhaps expired) with an encoded value
+ * of vlen bytes, an expiry or not, the value's type byte, kv_hash of key and
+ * value, and a compound key's version (0 for other types). */
+typedef struct store_phys {
+    int exists, has_ttl;
+    uint8_t type;
+    size_t vlen;
+    uint64_t hash, ver;
+} store_phys;
+
 /* ---- Writes ------------------------------------------------------------
  * A txn is one command's writes. It reads its own writes. Commit adds them,
  * atomically, to the current turn: from then on every read (store_get,
@@ -151,6 +162,19 @@ KEEL_MUST_CHECK int store_txn_put_absent(store_txn *t, unsigned slot, const char
                                          uint8_t type, const void *data, size_t len);
 KEEL_MUST_CHECK int store_txn_del_present(store_txn *t, unsigned slot, const char *key, size_t klen,
                                           uint8_t type, const void *data, size_t len);
+/* Tells the open txn the record's physical state, so that a following put
+ * or delete of it makes no DB read for the statistics: a replica applying
+ * a leader's records passes the state the leader's change capture reported
+ * (store_change_cb's old), which is its own state too when both hold the
+ * same position. What this turn already knows of the record wins (no-op).
+ * With verify the DB is read anyway and its state used: *mismatch (may be
+ * NULL) is then set to 1 when the claim differed, else 0. A wrong claim
+ * taken unverified corrupts the per-slot counts and digests (a move's fence
+ * would then refuse). Returns 0, KEEL_ENOMEM, KEEL_EIO (the verifying read
+ * failed) or KEEL_EINVAL (no txn open, slot >= 16384, key too long, old
+ * NULL). */
+KEEL_MUST_CHECK int store_txn_seed(store_txn *t, unsigned slot, const char *key, size_t klen,
+                                   const store_phys *old, int verify, int *mismatch);
 /* *existed (may be NULL) is set to 1 if a physical key was removed (even an
  * expired one), else 0. */
 KEEL_MUST_CHECK int store_txn_del(store_txn *t, unsigned slot, const char *key, size_t klen,
@@ -352,11 +376,15 @@ KEEL_MUST_CHECK long store_copy_range(store *s, const store_snapshot *snap, unsi
                                       size_t *nextlen);
 
 /* Receives one change: slot, user key, and the key's new encoded value, or
- * val == NULL (vlen 0) for a delete. The pointers are valid only during the
- * call. The callback runs inside whichever store call writes the turn (most
- * often store_sync) and must not call into the store; copy what it needs. */
+ * val == NULL (vlen 0) for a delete. old is the record's physical state
+ * before the writes this call reports (the state at the turn's start, or
+ * at the turn's last early write-out), or NULL where the store does not
+ * know it without a read (a gc or sweep delete of a record no command of
+ * the turn touched). The pointers are valid only during the call. The
+ * callback runs inside whichever store call writes the turn (most often
+ * store_sync) and must not call into the store; copy what it needs. */
 typedef void (*store_change_cb)(void *arg, unsigned slot, const char *key, size_t klen,
-                                const char *val, size_t vlen);
+                                const char *val, size_t vlen, const store_phys *old);
 
 /* Starts capturing the writes to slots [slot_lo, slot_hi]: each txn put and
  * delete committed after this call (client commands, store_txn_put_raw and

@@ -71,6 +71,10 @@ typedef struct txn_entry {
     uint64_t ver;  /* its version, for a compound key's metadata (else 0) */
     int written;
     uint32_t gen; /* the command that last saved this entry for undo */
+    /* The physical state before the turn's writes (the change capture's
+     * old), when known: set where the entry is made, never changed. */
+    int orig_known;
+    store_phys orig;
 } txn_entry;
 
 typedef struct txn_undo {

@@ -295,7 +295,8 @@ void store__capture_emit(store *s) {
         for (unsigned c = 0; c < STORE_CAPTURES; c++) {
             const store_capture *cap = &s->captures[c];
             if (cap->active && slot >= cap->lo && slot <= cap->hi)
-                cap->cb(cap->arg, slot, k + KEY_PREFIX, e->klen - KEY_PREFIX, v, vl);
+                cap->cb(cap->arg, slot, k + KEY_PREFIX, e->klen - KEY_PREFIX, v, vl,
+                        e->orig_known ? &e->orig : NULL);
         }
     }
 }

@@ -30,9 +30,13 @@
  *   R2  every acknowledged write of the partition is in its store;
  * on every read:
  *   R3  a read at a leader of an acknowledged key returns its value;
+ * when a node's engines stop (crash, restart, the end):
+ *   R6  no old state a follower took with a leader's batch differed from
+ *       its own data where checked (every one in a debug build);
  * at the end (faults over, clients stopped):
  *   L   every partition has a leader accepting writes and an ISR of at
  *       least min_insync members, each holding the leader's data (digest),
+ *       each one's kept digest and key count equal to a scan of its data,
  *       and every acknowledged key is on its leader.
  *
  * A run is a pure function of its options (trace and events repeat).
@@ -89,6 +93,10 @@ typedef struct repsim_result {
      * redirect back to the leader that resigned), and those the resigned
      * leader sent to its RESIGN's target. */
     unsigned handoff_tryagain, handoff_moved;
+    /* Followers' batch records applied with the leader's old state and by
+     * reading their own (rep_engine.h olds), and old states found to differ
+     * from the follower's data when checked (R6: must be 0). */
+    uint64_t olds_used, olds_read, olds_mismatched;
 } repsim_result;
 
 /* Runs one simulation. 0 (see r->violation), or -1 if the simulator itself

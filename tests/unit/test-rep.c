@@ -79,6 +79,7 @@ typedef struct tnode {
 } tnode;
 
 static tnode nodes[3];
+static unsigned muts[3]; /* REP_MUT_* for open_node */
 static msg q[4096];
 static int nq;
 static char root[96];
@@ -126,7 +127,7 @@ static void open_node(int i) {
                    .send = t_send,
                    .report = t_report,
                    .committed = t_committed};
-    n->rp = rep_new(&env, 0);
+    n->rp = rep_new(&env, muts[i]);
     assert_non_null(n->rp);
     assert_int_equal(rep_restore(n->rp), 0);
 }
@@ -202,6 +203,7 @@ static int setup(void **state) {
         snprintf(nodes[i].dir, sizeof nodes[i].dir, "%s/n%d", root, i);
         nodes[i].now = 1000000;
         memset(nodes[i].committed, 0, sizeof nodes[i].committed);
+        muts[i] = 0;
         open_node(i);
     }
     nq = 0;
@@ -789,6 +791,221 @@ static void test_promoted_tail(void **state) {
     open_node(0);                         /* for teardown */
 }
 
+/* Drops every queued message undelivered. */
+static void drop_queue(void) {
+    for (int k = 0; k < nq; k++)
+        msg_free(&q[k]);
+    nq = 0;
+}
+
+static void del(int i, const char *k) {
+    unsigned slot = keel_key_slot(k, strlen(k));
+    store_txn *t = store_txn_begin(nodes[i].st);
+    assert_int_equal(store_txn_del(t, slot, k, strlen(k), NULL), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+}
+
+/* Node i's kept statistics of p match a scan of its data; returns its keys. */
+static uint64_t kept_matches_data(int i, unsigned p) {
+    unsigned per = 16384u / NP;
+    uint64_t kx, kk, sx, sk;
+    assert_int_equal(store_range_digest(nodes[i].st, p * per, p * per + per - 1, &kx, &kk), 0);
+    assert_int_equal(store_range_checksum(nodes[i].st, NULL, p * per, p * per + per - 1, &sx, &sk),
+                     0);
+    assert_int_equal(kk, sk);
+    assert_true(kx == sx);
+    return kk;
+}
+
+/* Followers apply a leader's puts, overwrites (one with an expiry) and
+ * deletes with the old states the leader sends (no read of their own but
+ * the expiring key's), and keep statistics equal to their data. */
+static void test_olds(void **state) {
+    (void)state;
+    char b1[16], b2[16];
+    const char *k1 = "alpha", *k2 = key_in(part_of(k1), k1, b1);
+    const char *k3 = key_in(part_of(k1), k2, b2);
+    if (!strcmp(k3, k1)) k3 = "alpha2";
+    unsigned p = part_of(k1);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 7u);
+    pump(-1);
+    put(0, k1, "v1");
+    put(0, k2, "v2");
+    turn_end(0);
+    pump(-1);
+    put(0, k1, "v1-longer"); /* an overwrite: bytes change, keys do not */
+    del(0, k2);
+    unsigned slot = keel_key_slot(k3, strlen(k3));
+    store_txn *t = store_txn_begin(nodes[0].st);
+    assert_int_equal(store_txn_put(t, slot, k3, strlen(k3), STORE_T_STRING, 4102444800000ll, "x", 1),
+                     0);
+    assert_int_equal(store_txn_commit(t), 0);
+    turn_end(0);
+    pump(-1);
+    put(0, k3, "y"); /* over a key with an expiry: the follower reads its own */
+    turn_end(0);
+    pump(-1);
+    for (int i = 1; i < 3; i++) {
+        assert_true(has(i, k1, "v1-longer"));
+        assert_false(has(i, k2, "v2"));
+        assert_true(has(i, k3, "y"));
+        assert_int_equal(kept_matches_data(i, p), kept_matches_data(0, p));
+        rep_stats s;
+        rep_get_stats(nodes[i].rp, &s);
+        /* the first batch of an epoch reads (the follower's data may hold
+         * more than its end); then 3 records with olds, 1 with an expiry */
+        assert_int_equal(s.olds_read, 2 + 1);
+        assert_int_equal(s.olds_used, 3);
+        assert_int_equal(s.olds_mismatched, 0);
+    }
+}
+
+/* n1 is copied in a turn in which the leader already wrote k2: the copy
+ * holds k2 and batch 2 repeats it. A follower that took batch 2's old
+ * state of k2 (absent) would count k2 twice. */
+static void copy_mid_turn(void) {
+    char b[16];
+    const char *k = "alpha", *k2 = key_in(part_of(k), k, b);
+    unsigned p = part_of(k);
+    epoch1_n1_behind(p, k); /* n0 and n2 hold k at 1, n1 nothing */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 2, 2, 0, 5u); /* n1 out of the ISR: it may be copied */
+    msg sub;
+    assert_non_null(queued_copy("KEEL.REP.SUB", 0, &sub));
+    drop_queue();
+    put(0, k2, "v2"); /* in n0's turn, before the SUB arrives in it */
+    assert_int_equal(rep_message(nodes[0].rp, "n1", sub.argc, (const char **)sub.argv, sub.len),
+                     0);
+    msg_free(&sub);
+    turn_end(0);
+    for (int round = 0; round < 8 && nq; round++) /* no ticks: no stale SUB (test_stale_sub) */
+        pump(-1);
+    assert_true(has(1, k, "v1") && has(1, k2, "v2"));
+    assert_int_equal(rep_end(nodes[1].rp, p), 2);
+    rep_stats s;
+    rep_get_stats(nodes[1].rp, &s);
+    assert_int_equal(s.copies_received, 1);
+}
+
+static void test_olds_after_copy(void **state) {
+    (void)state;
+    copy_mid_turn();
+    unsigned p = part_of("alpha");
+    assert_int_equal(kept_matches_data(1, p), 2);
+    assert_int_equal(kept_matches_data(0, p), 2);
+}
+
+/* The same with REP_MUT_OLDS_ALWAYS: the statistics go wrong, which is
+ * what the rule above prevents (and the check above would see). */
+static void test_olds_after_copy_mutation(void **state) {
+    (void)state;
+    close_node(1);
+    muts[1] = REP_MUT_OLDS_ALWAYS;
+    open_node(1);
+    copy_mid_turn();
+    unsigned p = part_of("alpha"), per = 16384u / NP;
+    uint64_t kx, kk, sx, sk;
+    assert_int_equal(store_range_digest(nodes[1].st, p * per, p * per + per - 1, &kx, &kk), 0);
+    assert_int_equal(store_range_checksum(nodes[1].st, NULL, p * per, p * per + per - 1, &sx, &sk),
+                     0);
+    assert_int_equal(sk, 2);
+    rep_stats s;
+    rep_get_stats(nodes[1].rp, &s);
+    if (REP_OLD_VERIFY == 1) { /* a debug build checks every old state: caught, and corrected */
+        assert_int_equal(s.olds_mismatched, 1);
+        assert_int_equal(kk, 2);
+    } else {
+        assert_int_equal(kk, 3);
+    }
+}
+
+/* A batch whose olds do not parse, or do not match its records one to
+ * one, is not applied (the follower asks for a copy, as for a bad batch);
+ * a batch without olds (from a version before them) is applied by reading. */
+static void test_olds_bad_and_absent(void **state) {
+    (void)state;
+    const char *k = "alpha";
+    unsigned p = part_of(k);
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 1, 0, 7u);
+    pump(-1);
+    put(0, k, "v1");
+    turn_end(0);
+    pump(-1);
+    put(0, k, "v2");
+    turn_end(0);
+    msg a;
+    assert_non_null(queued_copy("KEEL.REP.APPEND", 1, &a));
+    assert_int_equal(a.argc, 7);
+    /* an old version's transport drops the olds */
+    assert_int_equal(rep_msg_downgrade(a.argc, (const char **)a.argv, a.len), 6);
+    const char *no_olds = "KEEL.REP.SUB";
+    assert_int_equal(rep_msg_downgrade(1, &no_olds, (size_t[]){12}), 1);
+    pump(1); /* n2 applies it with the olds */
+    rep_stats s;
+    rep_get_stats(nodes[2].rp, &s);
+    assert_int_equal(s.olds_used, 1);
+    /* n1: first garbage olds, then an extra old state, then none at all */
+    char bad1[] = {(char)0x40}, bad2[40];
+    size_t n2 = a.len[6];
+    memcpy(bad2, a.argv[6], n2);
+    bad2[n2++] = 0; /* an old state for a record that is not there */
+    const char *argv[7];
+    size_t len[7];
+    for (int i = 0; i < 7; i++)
+        argv[i] = a.argv[i], len[i] = a.len[i];
+    argv[6] = bad1, len[6] = 1;
+    assert_int_equal(rep_message(nodes[1].rp, "n0", 7, argv, len), 0);
+    assert_false(has(1, k, "v2"));
+    assert_int_equal(rep_end(nodes[1].rp, p), 1);
+    for (int i = 0; i < 3; i++) /* the map takes n1 out of the ISR, for the copy it asked */
+        configure(i, p, 1, 2, 0, 5u);
+    settle();
+    assert_true(has(1, k, "v2"));
+    put(0, k, "v3"); /* after the copy: applied by reading, n1 exactly at its end again */
+    turn_end(0);
+    pump(-1);
+    assert_true(has(1, k, "v3"));
+    put(0, k, "v4");
+    turn_end(0);
+    msg a4;
+    assert_non_null(queued_copy("KEEL.REP.APPEND", 1, &a4));
+    for (int i = 0; i < 7; i++)
+        argv[i] = a4.argv[i], len[i] = a4.len[i];
+    memcpy(bad2, a4.argv[6], a4.len[6]);
+    bad2[a4.len[6]] = 0;
+    argv[6] = bad2, len[6] = a4.len[6] + 1;
+    drop_queue();
+    assert_int_equal(rep_message(nodes[1].rp, "n0", 7, argv, len), 0);
+    assert_false(has(1, k, "v4"));
+    /* The leader proposed n1 back into the ISR once it caught up; the map
+     * that refuses (no coordinator here) frees the copy it asked for. */
+    for (int i = 0; i < 3; i++)
+        configure(i, p, 1, 3, 0, 5u);
+    for (int i = 0; i < 8 && !has(1, k, "v4"); i++) /* the copy backoff first */
+        settle();
+    assert_true(has(1, k, "v4"));
+    put(0, k, "v5");
+    turn_end(0);
+    pump(-1); /* after the copy: read */
+    put(0, k, "v6");
+    turn_end(0);
+    msg a6;
+    assert_non_null(queued_copy("KEEL.REP.APPEND", 1, &a6));
+    drop_queue();
+    rep_get_stats(nodes[1].rp, &s);
+    uint64_t read0 = s.olds_read, used0 = s.olds_used;
+    assert_int_equal(rep_message(nodes[1].rp, "n0", 6, (const char **)a6.argv, a6.len), 0);
+    turn_end(1);
+    assert_true(has(1, k, "v6"));
+    rep_get_stats(nodes[1].rp, &s);
+    assert_int_equal(s.olds_read, read0 + 1);
+    assert_int_equal(s.olds_used, used0);
+    assert_int_equal(kept_matches_data(1, p), 1);
+    msg_free(&a), msg_free(&a4), msg_free(&a6);
+}
+
 int main(void) {
     keel_log_set_level(getenv("TEST_REP_LOG") ? KEEL_LOG_DEBUG : KEEL_LOG_ERROR + 1);
     const struct CMUnitTest tests[] = {
@@ -807,6 +1024,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_early_sub, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pos0_data_copied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_promoted_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_olds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_olds_after_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_olds_after_copy_mutation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_olds_bad_and_absent, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

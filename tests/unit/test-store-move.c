@@ -371,6 +371,10 @@ typedef struct change {
     int del;
     char payload[32];
     int64_t exp;
+    char val[48]; /* the encoded value, vlen bytes */
+    size_t vlen;
+    int old_known;
+    store_phys old;
 } change;
 
 typedef struct changes {
@@ -379,11 +383,14 @@ typedef struct changes {
 } changes;
 
 static void on_change(void *arg, unsigned slot, const char *key, size_t klen, const char *val,
-                      size_t vlen) {
+                      size_t vlen, const store_phys *old) {
     changes *c = arg;
     assert_true(c->n < 64 && klen < 32);
     change *e = &c->items[c->n++];
     memset(e, 0, sizeof *e);
+    e->old_known = old != NULL;
+    if (old) e->old = *old;
+    if (val && vlen <= sizeof e->val) memcpy(e->val, val, vlen), e->vlen = vlen;
     e->slot = slot;
     memcpy(e->key, key, klen);
     e->del = val == NULL;
@@ -1207,6 +1214,125 @@ static void test_bad_input(void **state) {
     store_snapshot_free(snap);
 }
 
+/* Applies changes c->items[from..) to replica r the way a follower does:
+ * each record's old state from the capture told to the txn, checked
+ * against r's data (verify), then the record. Returns the mismatches. */
+static int mirror(store *r, const changes *c, size_t from) {
+    int bad = 0;
+    for (size_t i = from; i < c->n; i++) {
+        const change *e = &c->items[i];
+        store_txn *t = store_txn_begin(r);
+        if (e->old_known) {
+            int mm = -1;
+            assert_int_equal(store_txn_seed(t, e->slot, e->key, strlen(e->key), &e->old, 1, &mm), 0);
+            assert_true(mm == 0 || mm == 1);
+            bad += mm;
+        }
+        if (e->del)
+            assert_int_equal(store_txn_del(t, e->slot, e->key, strlen(e->key), NULL), 0);
+        else
+            assert_int_equal(store_txn_put_raw(t, e->slot, e->key, strlen(e->key), e->val, e->vlen),
+                             0);
+        assert_int_equal(store_txn_commit(t), 0);
+    }
+    sync_ok(r);
+    return bad;
+}
+
+static void digests_equal(store *a, store *b, unsigned lo, unsigned hi) {
+    uint64_t xa, ka, xb, kb, sx, sk;
+    assert_int_equal(store_range_digest(a, lo, hi, &xa, &ka), 0);
+    assert_int_equal(store_range_digest(b, lo, hi, &xb, &kb), 0);
+    assert_int_equal(store_range_checksum(b, NULL, lo, hi, &sx, &sk), 0);
+    assert_true(xa == xb && xb == sx);
+    assert_int_equal(ka, kb);
+    assert_int_equal(kb, sk);
+}
+
+/* The capture's old state of each record is the state before the writes
+ * it reports (new keys, overwrites, deletes, expiring keys, a key written
+ * twice in a turn, a turn written out early); unknown only for a sweep's
+ * delete. A replica told those states (store_txn_seed) keeps statistics
+ * equal to its data and to the source's. */
+static void test_capture_old_states_seed_a_replica(void **state) {
+    fx *f = *state;
+    changes *c = calloc(1, sizeof *c);
+    int h = store_capture_start(f->a, 10, 11, on_change, c);
+    assert_true(h >= 0);
+    put(f->a, 10, "k", "v1");
+    put(f->a, 11, "d", "gone soon");
+    put_exp(f->a, 11, "ttl", "t", NOW - 1);
+    sync_ok(f->a);
+    assert_int_equal(c->n, 3);
+    assert_true(c->items[0].old_known && !c->items[0].old.exists);
+    assert_int_equal(mirror(f->b, c, 0), 0);
+    size_t from = c->n;
+    put(f->a, 10, "k", "v2, longer");
+    put(f->a, 10, "k", "v3"); /* twice in one turn: one change, old = before the turn */
+    del(f->a, 11, "d");
+    sync_ok(f->a);
+    assert_int_equal(c->n, from + 2);
+    const change *k = &c->items[from];
+    assert_true(k->old_known && k->old.exists && !k->old.has_ttl);
+    assert_int_equal(k->old.vlen, 9 + 2);
+    assert_int_equal(k->old.type, STORE_T_STRING);
+    assert_int_equal(mirror(f->b, c, from), 0);
+    from = c->n;
+    put(f->a, 10, "k", "v4");
+    uint64_t x;
+    assert_int_equal(store_range_checksum(f->a, NULL, 0, 0, &x, NULL), 0); /* written out early */
+    put(f->a, 10, "k", "v5"); /* old: v4, the state after the early write */
+    sync_ok(f->a);
+    assert_int_equal(c->n, from + 2);
+    assert_int_equal(c->items[from + 1].old.vlen, 9 + 2);
+    assert_int_equal(mirror(f->b, c, from), 0);
+    from = c->n;
+    assert_int_equal(store_sweep_expired(f->a, NOW, 10), 1); /* "ttl" */
+    sync_ok(f->a);
+    assert_int_equal(c->n, from + 1);
+    assert_false(c->items[from].old_known); /* the sweep's: the replica reads its own */
+    assert_int_equal(mirror(f->b, c, from), 0);
+    digests_equal(f->a, f->b, 10, 11);
+    /* A wrong claim, verified: reported, and the data's state used. */
+    store_txn *t = store_txn_begin(f->b);
+    store_phys wrong = {0}; /* "k" is there */
+    int mm = 0;
+    assert_int_equal(store_txn_seed(t, 10, "k", 1, &wrong, 1, &mm), 0);
+    assert_int_equal(mm, 1);
+    assert_int_equal(store_txn_put(t, 10, "k", 1, STORE_T_STRING, 0, "v6", 2), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    sync_ok(f->b);
+    put(f->a, 10, "k", "v6");
+    sync_ok(f->a);
+    digests_equal(f->a, f->b, 10, 11);
+    /* What the turn knows wins over a claim; bad input. */
+    t = store_txn_begin(f->b);
+    assert_int_equal(store_txn_put(t, 10, "n", 1, STORE_T_STRING, 0, "x", 1), 0);
+    store_phys present = {.exists = 1, .vlen = 99, .hash = 1};
+    assert_int_equal(store_txn_seed(t, 10, "n", 1, &present, 0, NULL), 0);
+    assert_int_equal(store_txn_seed(t, 10, "n", 1, NULL, 0, NULL), KEEL_EINVAL);
+    assert_int_equal(store_txn_seed(t, 16384, "n", 1, &present, 0, NULL), KEEL_EINVAL);
+    assert_int_equal(store_txn_commit(t), 0);
+    assert_int_equal(store_txn_seed(t, 10, "n", 1, &present, 0, NULL), KEEL_EINVAL); /* closed */
+    sync_ok(f->b);
+    put(f->a, 10, "n", "x");
+    sync_ok(f->a);
+    digests_equal(f->a, f->b, 10, 11);
+    /* A wrong claim taken unverified is trusted: the statistics go wrong
+     * (which is why a replica takes them only at exactly the same state). */
+    t = store_txn_begin(f->b);
+    assert_int_equal(store_txn_seed(t, 10, "k", 1, &wrong, 0, NULL), 0);
+    assert_int_equal(store_txn_put(t, 10, "k", 1, STORE_T_STRING, 0, "v7", 2), 0);
+    assert_int_equal(store_txn_commit(t), 0);
+    sync_ok(f->b);
+    uint64_t kx, kk, sx, sk;
+    assert_int_equal(store_range_digest(f->b, 10, 11, &kx, &kk), 0);
+    assert_int_equal(store_range_checksum(f->b, NULL, 10, 11, &sx, &sk), 0);
+    assert_int_equal(kk, sk + 1);
+    assert_int_equal(store_capture_stop(f->a, h), 0);
+    free(c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(int argc, char **argv) {
@@ -1219,6 +1345,7 @@ int main(int argc, char **argv) {
         T(test_put_raw_stats_match_put),
         T(test_capture_turns_and_stop),
         T(test_capture_overlapping),
+        T(test_capture_old_states_seed_a_replica),
         T(test_snapshot_plus_capture_converges),
         T(test_checksum_order_independent),
         T(test_checksum_at_snapshot),
