@@ -611,6 +611,19 @@ void rep_peer_down(rep *r, const char *peer) {
     }
 }
 
+void rep_set_olds_absent(rep *r, int on) {
+    r->no_absent_olds = !on;
+}
+
+int rep_sweep_skip(const rep *r, unsigned slot) {
+    unsigned p = slot / (16384u / r->nparts);
+    if (p >= r->nparts) return 0;
+    const rep_part *pp = &r->parts[p];
+    if (pp->role == REP_LEADER) return pp->capture < 0;
+    if (pp->role == REP_FOLLOWER) return 1;
+    return pp->end || pp->plo || pp->phi || pp->nec || pp->copying;
+}
+
 int rep_tick(rep *r) {
     int src = rep_configure_sync(r);
     if (src) return src;

@@ -228,6 +228,22 @@ void rep_peer_down(rep *r, const char *peer);
  * a KEEL_E*. */
 int rep_tick(rep *r);
 
+/* on 0: this node's batches send "absent" old states as unknown (its
+ * followers read those records), because this node's data may lack
+ * expired keys or orphaned fields its followers hold (a store an older
+ * version swept as a follower). 1 (the default): sent as they are. */
+void rep_set_olds_absent(rep *r, int on);
+
+/* 1 when the expiry sweep and the gc must leave slot's partition alone on
+ * this node: it holds replica data (a log position, a restored record, a
+ * copy under way) and does not lead the partition with its writes
+ * captured - a follower, or any replica before its map arrives. Only the
+ * leader deletes expired keys and orphaned fields of a replicated
+ * partition; its deletes reach every replica in its batches, so replicas
+ * at one position hold the same records, expired ones too (which the olds
+ * rely on), as a Redis replica waits for its master's DEL. */
+int rep_sweep_skip(const rep *r, unsigned slot);
+
 /* For a transport whose peer runs a version that takes no olds argument of
  * KEEL.REP.APPEND (see above): the argument count to send instead of argc
  * (the trailing olds dropped; the follower then reads its own). */
@@ -250,6 +266,7 @@ typedef struct rep_stats {
      * against its own data anyway (1 in REP_OLD_VERIFY) and found to differ
      * (a bug: logged, and the record applied with the data's state). */
     uint64_t olds_used, olds_read, olds_verified, olds_mismatched;
+    uint64_t olds_bad; /* batches whose olds did not parse: applied by reading */
 } rep_stats;
 void rep_get_stats(const rep *r, rep_stats *out);
 

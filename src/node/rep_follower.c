@@ -91,31 +91,35 @@ int follower_on_diverged(rep *r, rep_part *pp, uint64_t e) {
 }
 
 /* Whether a record's old state as the leader had it is this follower's
- * too (its data holding exactly the previous position): not for a record
- * with an expiry, nor for a field record being deleted, the two kinds this
- * node's own expiry sweep and gc remove without the leader (and a version
- * before olds swept the partitions it followed too). */
-static int old_usable(const store_phys *o, int del) {
-    return !o->exists || (!o->has_ttl && !(del && (o->type & STORE_T_SUB)));
+ * too (its data holding exactly the previous position). Only the leader
+ * sweeps and gcs a replicated partition (rep_sweep_skip), so replicas at
+ * one position hold the same records; but a version before olds swept the
+ * partitions it followed, and an upgraded node may still lack expired keys
+ * and orphaned fields its leader holds. So not for a record with an expiry,
+ * nor for any field record (its key's expiry decides when the gc drops
+ * it). Absent ones the leader sends only when its own store never swept
+ * as a follower (rep_set_olds_absent). */
+static int old_usable(const store_phys *o) {
+    return !o->exists || (!o->has_ttl && !(o->type & STORE_T_SUB));
 }
 
 /* Tells the txn one record's old state (olds, rep_engine.h) unless the
  * follower must read its own; 1 in REP_OLD_VERIFY is checked against the
  * data. KEEL_EPROTO: malformed. */
-static int take_old(rep *r, store_txn *t, unsigned slot, const char *k, size_t kl, int del,
+static int take_old(rep *r, store_txn *t, unsigned slot, const char *k, size_t kl,
                     const char *old, size_t olen, size_t *ooff) {
     store_phys o;
     int known;
     size_t used = rep_get_old(old + *ooff, olen - *ooff, &o, &known);
     if (!used) return KEEL_EPROTO;
     *ooff += used;
-    if (!known || !old_usable(&o, del)) {
+    if (!known || !old_usable(&o)) {
         r->st.olds_read++;
         return 0;
     }
     int verify = ++r->olds_seen % REP_OLD_VERIFY == 0, bad = 0;
-    int rc = store_txn_seed(t, slot, k, kl, &o, verify, &bad);
-    if (rc) return rc == KEEL_EINVAL ? KEEL_EPROTO : rc;
+    if (store_txn_seed(t, slot, k, kl, &o, verify, &bad))
+        return KEEL_EPROTO; /* as a failed put would: the batch is not applied */
     r->st.olds_used++;
     r->st.olds_verified += verify;
     if (bad) {
@@ -142,7 +146,7 @@ static int apply_olds(rep *r, rep_part *pp, const char *p, size_t n, const char 
         size_t kl, vl;
         size_t used = move_get_record(p + off, n - off, &slot, &k, &kl, &v, &vl);
         if (!used || slot < pp->lo_slot || slot > pp->hi_slot) goto bad;
-        if (old && (rc = take_old(r, t, slot, k, kl, v == NULL, old, olen, &ooff))) goto bad;
+        if (old && (rc = take_old(r, t, slot, k, kl, old, olen, &ooff))) goto bad;
         if (!old && !lazy) r->st.olds_read++; /* a batch's record, not a copy's */
         rc = KEEL_EPROTO;
         if (v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL))
@@ -159,6 +163,24 @@ bad:
 
 static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy, int record) {
     return apply_olds(r, pp, p, n, NULL, 0, lazy, record);
+}
+
+/* 1 if old[0..olen) parses as exactly one old state per record of
+ * rec[0..rlen). A batch whose olds do not is applied by reading. */
+static int olds_match(const char *rec, size_t rlen, const char *old, size_t olen) {
+    size_t off = 0, ooff = 0;
+    while (off < rlen) {
+        unsigned slot;
+        const char *k, *v;
+        size_t kl, vl;
+        store_phys o;
+        int known;
+        size_t used = move_get_record(rec + off, rlen - off, &slot, &k, &kl, &v, &vl);
+        size_t oused = used ? rep_get_old(old + ooff, olen - ooff, &o, &known) : 0;
+        if (!oused) return 0;
+        off += used, ooff += oused;
+    }
+    return ooff == olen;
 }
 
 int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
@@ -262,6 +284,13 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
     if (apart && (rc = rep_persist_apart(r, pp))) return rc;
     /* The olds are this node's only when its data holds exactly end. */
     int take = old && (pp->exact || (r->mutations & REP_MUT_OLDS_ALWAYS));
+    if (take && !olds_match(rec, rlen, old, olen)) {
+        if (!r->st.olds_bad)
+            keel_log(KEEL_LOG_WARN, "rep_bad_olds", "partition=%u pos=%llu", pp->p,
+                     (unsigned long long)pos);
+        r->st.olds_bad++;
+        take = 0;
+    }
     rc = apply_olds(r, pp, rec, rlen, take ? old : NULL, take ? olen : 0, 0, !apart);
     if (rc) {
         pp->plo = plo, pp->phi = phi;

@@ -94,8 +94,8 @@ typedef struct rep_part {
     uint64_t sub_us; /* when the last SUB went */
     int want_copy;
     /* The data holds exactly position end, as the leader's did: the next
-     * batch's olds are this node's too. 0 from a restart, a role change, a
-     * copy or a gap until a batch is applied by reading (rep_engine.h). */
+     * batch's olds are this node's too. 0 from a restart, a role change or
+     * a copy until a batch is applied by reading (rep_engine.h). */
     int exact;
     int resigned; /* the leader announced its resignation in this epoch (REP_EHANDOFF) */
     rep_early_sub early[REP_RF_MAX];
@@ -121,6 +121,7 @@ struct rep {
      * node's CPU at 1,024 partitions). work: rep_turn_end's copy. */
     unsigned *dirty, *work, ndirty;
     uint64_t olds_seen; /* olds taken, for the 1 in REP_OLD_VERIFY check */
+    int no_absent_olds; /* rep_set_olds_absent(0) */
     rep_stats st; /* st.copies_active: peers with a snapshot, over all parts */
 };
 

@@ -57,6 +57,7 @@ static void on_change(void *arg, unsigned slot, const char *key, size_t klen, co
     rep_part *pp = &r->parts[p];
     if (pp->role != REP_LEADER || pp->capture < 0) return;
     rep_mark_dirty(r, pp);
+    if (old && !old->exists && r->no_absent_olds) old = NULL; /* rep_set_olds_absent */
     if (move_put_record(&pp->pend, slot, key, klen, val, vlen) ||
         rep_put_old(&pp->pend_old, old))
         pp->pend.len = SIZE_MAX / 2;

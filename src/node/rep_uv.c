@@ -509,6 +509,10 @@ static void on_tick(uv_timer_t *t) {
 
 /* ---- Map ------------------------------------------------------------------- */
 
+int node_rep_sweep_skip(const node_rep *nr, unsigned slot) {
+    return nr && nr->eng && rep_sweep_skip(nr->eng, slot);
+}
+
 int node_rep_is_replicated(const node_rep *nr, unsigned p) {
     return nr && p < nr->np && nr->rf[p] > 1;
 }
@@ -870,6 +874,29 @@ int node_rep_resign(node_rep *nr, client *c, int argc, char **argv, const size_t
 
 /* ---- Life ------------------------------------------------------------------- */
 
+/* Whether this node's store may send "absent" old states (rep_engine.h
+ * rep_set_olds_absent): only if every sweep and gc it ever ran on a
+ * replicated partition ran as that partition's leader. True of a store
+ * this version or a later one first opened empty (marked "rep-sweep-led");
+ * not known of one an older version left with data, whose sweep ran on the
+ * partitions it followed too. */
+static int olds_absent_init(node_rep *nr) {
+    static const char mark[] = "rep-sweep-led";
+    char *v = NULL;
+    size_t n = 0;
+    int rc = store_meta_get(nr->s->st, mark, &v, &n);
+    free(v);
+    if (rc == 0) return rep_set_olds_absent(nr->eng, 1), 0;
+    if (rc != KEEL_ENOTFOUND) return rc;
+    if (store_total_keys(nr->s->st) != 0) {
+        keel_log(KEEL_LOG_INFO, "rep_olds_absent_off",
+                 "reason=\"data from a version that swept followed partitions\"");
+        return rep_set_olds_absent(nr->eng, 0), 0;
+    }
+    rep_set_olds_absent(nr->eng, 1);
+    return store_meta_put(nr->s->st, mark, "1", 1);
+}
+
 node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *incarnation, char *err,
                        size_t cap) {
     node_rep *nr = calloc(1, sizeof *nr);
@@ -902,6 +929,10 @@ node_rep *node_rep_new(server *s, const peerauth_secret *secret, const char *inc
     int rc = rep_restore(nr->eng);
     if (rc) {
         snprintf(err, cap, "cannot restore the replication records: %s", keel_strerror(rc));
+        goto fail;
+    }
+    if ((rc = olds_absent_init(nr))) {
+        snprintf(err, cap, "cannot write metadata: %s", keel_strerror(rc));
         goto fail;
     }
     if ((rc = node_rep_map_changed(nr))) {

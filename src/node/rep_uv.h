@@ -103,6 +103,8 @@ int node_rep_route(node_rep *nr, unsigned p, unsigned slot, int serve, int write
                    kbuf *out, int *follower_read);
 /* 1 if this node leads some RF > 1 partition (a SIGTERM hands it off). */
 int node_rep_leads_any(const node_rep *nr);
+/* The sweep filter's replication half (rep_sweep_skip); 0 for NULL. */
+int node_rep_sweep_skip(const node_rep *nr, unsigned slot);
 /* 1 if partition p has more than one replica in the installed map. */
 int node_rep_is_replicated(const node_rep *nr, unsigned p);
 

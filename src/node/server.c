@@ -126,6 +126,14 @@ static void stop_if_failed(server *s, const char *what, long rc) {
     _exit(2);
 }
 
+/* The expiry sweep and the gc leave alone the partitions being moved in or
+ * fenced (move_sweep_skip) and the replicated ones this node does not lead
+ * (node_rep_sweep_skip). */
+static int sweep_skip(void *arg, unsigned slot) {
+    server *s = arg;
+    return move_sweep_skip(s->mv, slot) || node_rep_sweep_skip(s->rep, slot);
+}
+
 static void on_sweep(uv_timer_t *t) {
     server *s = t->data;
     long n = store_sweep_expired(s->st, keel_wall_ms(), SWEEP_KEYS_PER_RUN);
@@ -413,8 +421,8 @@ static int server_open(server *s, char *err, size_t cap) {
             return snprintf(err, cap, "out of memory"), KEEL_ENOMEM;
         if ((rc = move_restore(s->mv)))
             return snprintf(err, cap, "cannot restore partition states"), rc;
-        store_set_sweep_filter(s->st, move_sweep_skip, s->mv);
         if (!(s->rep = node_rep_new(s, &s->secret, s->incarnation, err, cap))) return KEEL_EIO;
+        store_set_sweep_filter(s->st, sweep_skip, s);
     }
     return 0;
 }

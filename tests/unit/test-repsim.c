@@ -180,14 +180,6 @@ static void test_mutation_record_apart(void **state) {
     caught("follower-record-apart-from-its-batch", REP_MUT_RECORD_APART, 0);
 }
 
-/* A follower that takes a batch's old states where its data may hold more
- * than the previous position (the batch after a copy, the first after a
- * restart): its statistics stop matching its data. */
-static void test_mutation_olds_always(void **state) {
-    (void)state;
-    caught("take-olds-when-not-exactly-at-the-position", REP_MUT_OLDS_ALWAYS, 0);
-}
-
 static void test_mutation_early_ack(void **state) {
     (void)state;
     caught("follower-ACK-before-its-fsync", 0, REPSIM_MUT_EARLY_ACK);
@@ -278,7 +270,6 @@ int main(void) {
         cmocka_unit_test(test_mutation_no_lease),
         cmocka_unit_test(test_mutation_restore_hi),
         cmocka_unit_test(test_mutation_record_apart),
-        cmocka_unit_test(test_mutation_olds_always),
         cmocka_unit_test(test_mutation_early_ack),
         cmocka_unit_test(test_mutation_reply_before_sync),
         cmocka_unit_test(test_mutation_remove_before_isr),
