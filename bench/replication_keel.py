@@ -74,6 +74,7 @@ class Cluster:
         d = d or kt.mkdtemp("keel-%s-" % nid)
         argv = [kt.KEEL_BIN, "node", "--port", str(port), "--dir", d, "--coord", self.caddr,
                 "--secret-file", self.secret, "--id", nid, "--fsync", self.fsync]
+        argv += os.environ.get("KEEL_NODE_ARGS", "").split()  # e.g. "--block-cache-mb 1024"
         n = kt._spawn("keel", argv, port, d,
                       os.path.join(kt.tmp_root(), "keel-%s-%d.log" % (nid, port)))
         self.nodes[nid] = n

@@ -174,6 +174,16 @@ static int f_max_output(node_config *c, const char *v, char *e, size_t n) {
     return set_size(&c->max_output, "--max-output", v, e, n);
 }
 
+static int f_block_cache(node_config *c, const char *v, char *e, size_t n) {
+    long long x;
+    if (parse_ll(v, 8, 1 << 20, &x)) {
+        snprintf(e, n, "--block-cache-mb must be 8..1048576 (MiB), got '%s'", v);
+        return KEEL_EINVAL;
+    }
+    c->block_cache_bytes = (size_t)x << 20;
+    return 0;
+}
+
 static int f_hold_max(node_config *c, const char *v, char *e, size_t n) {
     long long x;
     if (parse_ll(v, 1, 600000, &x)) {
@@ -216,6 +226,7 @@ static const struct {
     {"--max-args", f_max_args},
     {"--max-query", f_max_query},
     {"--max-output", f_max_output},
+    {"--block-cache-mb", f_block_cache},
     {"--log-level", f_loglevel},
     {"--coord", f_coord},
     {"--secret-file", f_secret},
@@ -288,6 +299,7 @@ const char *node_config_usage(void) {
            "  --max-args N                most arguments per request (default 1048576)\n"
            "  --max-query BYTES           most bytes buffered per request (default 1 GiB)\n"
            "  --max-output BYTES          output backlog before a client's reads pause\n"
+           "  --block-cache-mb N          RocksDB block cache in MiB (default 64)\n"
            "  --hold-max-ms MS            longest a request waits on a moving partition\n"
            "                              before -TRYAGAIN (default 2000)\n"
            "  --epoch-log FILE            append \"<unix-us> <partition> <epoch> <node>\" for\n"

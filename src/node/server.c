@@ -397,6 +397,7 @@ static int server_open(server *s, char *err, size_t cap) {
     store_opts so;
     store_opts_default(&so);
     so.fsync = s->cfg.fsync;
+    if (s->cfg.block_cache_bytes) so.cache_bytes = s->cfg.block_cache_bytes;
     int rc = store_open(s->cfg.dir, &so, &s->st, err, cap);
     if (rc) return rc;
     if (!(s->wsync = walsync_new(s->loop, s->st)))

@@ -31,8 +31,11 @@ static void config_ok(void **st) {
                        "--max-bulk",
                        "1024",
                        "--requirepass",
-                       "pw"};
-    assert_int_equal(parse(&c, err, sizeof err, 13, a), 0);
+                       "pw",
+                       "--block-cache-mb",
+                       "512"};
+    assert_int_equal(parse(&c, err, sizeof err, 15, a), 0);
+    assert_int_equal(c.block_cache_bytes, (size_t)512 << 20);
     assert_int_equal(c.port, 7000);
     assert_string_equal(c.dir, "/tmp/x");
     assert_true(c.own_all);
@@ -65,6 +68,8 @@ static void config_bad(void **st) {
         {4, {"--port", "1", "--own", "all"}, "--dir is required"},
         {4, {"--dir", "d", "--own", "all"}, "--port is required"},
         {8, {"--port", "1", "--dir", "d", "--own", "all", "--fsync", "sometimes"}, "--fsync"},
+        {8, {"--port", "1", "--dir", "d", "--own", "all", "--block-cache-mb", "4"}, "--block-cache-mb"},
+        {8, {"--port", "1", "--dir", "d", "--own", "all", "--block-cache-mb", "x"}, "--block-cache-mb"},
         {7, {"--port", "1", "--dir", "d", "--own", "all", "--bogus"}, "unknown flag"},
         {6, {"--port", "1", "--dir", "d", "--own", "some"}, "--own"},
         {8, {"--port", "1", "--dir", "d", "--own", "all", "--map", "f"}, "mutually exclusive"},
