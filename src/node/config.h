@@ -35,12 +35,12 @@ typedef struct node_config {
     char requirepass[256];      /* --requirepass, "" = none */
     int maxclients;             /* --maxclients, default 10000 */
     size_t max_output;          /* per-client output backlog before reads pause */
-    size_t block_cache_bytes;   /* --block-cache-mb: RocksDB's block cache; 0 = the store's default */
-    resp_limits limits;         /* --max-bulk, --max-args, --max-query */
-    int log_level;              /* --log-level */
-    char epoch_log[PATH_MAX];   /* --epoch-log: a line per accepted write (tests) */
-    char audit_log[PATH_MAX];   /* --audit-log: a line per accepted directive (core/audit.h) */
-    int hold_max_ms;            /* --hold-max-ms: fenced requests wait this long at most */
+    size_t block_cache_bytes; /* --block-cache-mb: RocksDB's block cache; 0 = the store's default */
+    resp_limits limits;       /* --max-bulk, --max-args, --max-query */
+    int log_level;            /* --log-level */
+    char epoch_log[PATH_MAX]; /* --epoch-log: a line per accepted write (tests) */
+    char audit_log[PATH_MAX]; /* --audit-log: a line per accepted directive (core/audit.h) */
+    int hold_max_ms;          /* --hold-max-ms: fenced requests wait this long at most */
 } node_config;
 
 void node_config_default(node_config *c);

@@ -238,8 +238,8 @@ int src_chunk(moves *mv, move_call *c, int argc, char **argv, const size_t *len)
     chunk_ctx cc = {&b};
     char *next = NULL;
     size_t nextlen = 0;
-    long n = store_copy_range(mv->env.st, o->snap, lo, hi, o->cursor, o->curlen, got, chunk_cb,
-                              &cc, &next, &nextlen);
+    long n = store_copy_range(mv->env.st, o->snap, lo, hi, o->cursor, o->curlen, got, chunk_cb, &cc,
+                              &next, &nextlen);
     if (n < 0) {
         kbuf_close(&b);
         resp_w_errorf(c->out, "ERR copy failed: %s", keel_strerror((int)n));
@@ -288,9 +288,9 @@ int src_changes(moves *mv, move_call *c, int argc, char **argv, const size_t *le
         unsigned slot;
         const char *k, *v;
         size_t kl, vl;
-        size_t first = MOVE_CHANGE_HDR + move_get_record(o->log.p + o->head + MOVE_CHANGE_HDR,
-                                                         avail - MOVE_CHANGE_HDR, &slot, &k, &kl,
-                                                         &v, &vl);
+        size_t first =
+            MOVE_CHANGE_HDR + move_get_record(o->log.p + o->head + MOVE_CHANGE_HDR,
+                                              avail - MOVE_CHANGE_HDR, &slot, &k, &kl, &v, &vl);
         size_t need = want / 4 > first ? (want / 4 < 65536 ? want / 4 : 65536) : first;
         if (need > want) need = want;
         uint64_t wait = tbucket_wait_us(&o->tb, now, need);

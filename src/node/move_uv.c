@@ -262,7 +262,8 @@ int move_dispatch(moves *mv, client *c, int argc, char **argv, const size_t *len
          * which ignored the argument (test_rep_oneway). */
         if (!strcasecmp(argv[0], "keel.rep.oneway") && FAILPOINT("rep.oneway") != FP_ERROR) {
             nc->rep_oneway = 1; /* from the next request on: this +OK leaves */
-            int olds = argc == 2 && !strcasecmp(argv[1], "olds") && FAILPOINT("rep.olds") != FP_ERROR;
+            int olds =
+                argc == 2 && !strcasecmp(argv[1], "olds") && FAILPOINT("rep.olds") != FP_ERROR;
             resp_w_simple(&c->out, olds ? "OK OLDS" : "OK");
             return 0;
         }

@@ -557,16 +557,15 @@ static const struct {
     int argc, opt, nints;
     int (*fn)(msg *m);
 } msgs[] = {
-    {"KEEL.REP.SUB", 7, 0, 6, m_sub},          {"KEEL.REP.ACK", 4, 0, 3, m_ack},
-    {"KEEL.REP.STREAM", 4, 0, 3, m_stream},    {"KEEL.REP.DIVERGED", 4, 0, 3, m_diverged},
-    {"KEEL.REP.SNAP", 8, 0, 5, m_snap},        {"KEEL.REP.APPEND", 6, 1, 4, m_append},
+    {"KEEL.REP.SUB", 7, 0, 6, m_sub},           {"KEEL.REP.ACK", 4, 0, 3, m_ack},
+    {"KEEL.REP.STREAM", 4, 0, 3, m_stream},     {"KEEL.REP.DIVERGED", 4, 0, 3, m_diverged},
+    {"KEEL.REP.SNAP", 8, 0, 5, m_snap},         {"KEEL.REP.APPEND", 6, 1, 4, m_append},
     {"KEEL.REP.RESIGNED", 4, 0, 3, m_resigned},
 };
 
 int rep_msg_downgrade(int argc, const char **argv, const size_t *len) {
     static const char append[] = "KEEL.REP.APPEND";
-    if (argc == 7 && len[0] == sizeof append - 1 && memcmp(argv[0], append, len[0]) == 0)
-        return 6;
+    if (argc == 7 && len[0] == sizeof append - 1 && memcmp(argv[0], append, len[0]) == 0) return 6;
     return argc;
 }
 

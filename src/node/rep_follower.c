@@ -103,42 +103,53 @@ static int old_usable(const store_phys *o) {
     return !o->exists || (!o->has_ttl && !(o->type & STORE_T_SUB));
 }
 
+/* apply_olds' result for olds that do not parse or do not match the
+ * records one to one (the caller applies the batch again by reading). */
+#define OLDS_BAD 1
+
+/* What one batch did with its olds, added to rep_stats once it applied. */
+typedef struct olds_count {
+    uint64_t used, read, verified, mismatched;
+} olds_count;
+
 /* Tells the txn one record's old state (olds, rep_engine.h) unless the
  * follower must read its own; 1 in REP_OLD_VERIFY is checked against the
- * data. KEEL_EPROTO: malformed. */
-static int take_old(rep *r, store_txn *t, unsigned slot, const char *k, size_t kl,
-                    const char *old, size_t olen, size_t *ooff) {
+ * data. OLDS_BAD: malformed; KEEL_EPROTO: the txn refused it. */
+static int take_old(rep *r, store_txn *t, unsigned slot, const char *k, size_t kl, const char *old,
+                    size_t olen, size_t *ooff, olds_count *n) {
     store_phys o;
     int known;
     size_t used = rep_get_old(old + *ooff, olen - *ooff, &o, &known);
-    if (!used) return KEEL_EPROTO;
+    if (!used) return OLDS_BAD;
     *ooff += used;
     if (!known || !old_usable(&o)) {
-        r->st.olds_read++;
+        n->read++;
         return 0;
     }
     int verify = ++r->olds_seen % REP_OLD_VERIFY == 0, bad = 0;
     if (store_txn_seed(t, slot, k, kl, &o, verify, &bad))
         return KEEL_EPROTO; /* as a failed put would: the batch is not applied */
-    r->st.olds_used++;
-    r->st.olds_verified += verify;
+    n->used++;
+    n->verified += verify;
     if (bad) {
-        if (!r->st.olds_mismatched)
+        if (!r->st.olds_mismatched && !n->mismatched)
             keel_log(KEEL_LOG_ERROR, "rep_old_mismatch", "slot=%u key_bytes=%zu", slot, kl);
-        r->st.olds_mismatched++;
+        n->mismatched++;
     }
     return 0;
 }
 
 /* The records p[0..n) in one txn, with their olds old[0..olen) when the
  * caller may take them (NULL: every record reads its own); with record,
- * the rep/<p> record too (rep_persist_txn). KEEL_EPROTO: a record or old
- * state that does not parse, a record outside the partition, or olds that
- * do not match the records one to one (nothing written). */
+ * the rep/<p> record too (rep_persist_txn). KEEL_EPROTO: a record that
+ * does not parse or lies outside the partition; OLDS_BAD: olds that do
+ * not parse or do not match the records one to one (nothing written
+ * either way). */
 static int apply_olds(rep *r, rep_part *pp, const char *p, size_t n, const char *old, size_t olen,
                       int lazy, int record) {
     store_txn *t = store_txn_begin(r->env.st);
     size_t off = 0, ooff = 0;
+    olds_count cnt = {0};
     int rc = KEEL_EPROTO;
     while (off < n) {
         unsigned slot;
@@ -146,16 +157,22 @@ static int apply_olds(rep *r, rep_part *pp, const char *p, size_t n, const char 
         size_t kl, vl;
         size_t used = move_get_record(p + off, n - off, &slot, &k, &kl, &v, &vl);
         if (!used || slot < pp->lo_slot || slot > pp->hi_slot) goto bad;
-        if (old && (rc = take_old(r, t, slot, k, kl, old, olen, &ooff))) goto bad;
-        if (!old && !lazy) r->st.olds_read++; /* a batch's record, not a copy's */
+        if (old && (rc = take_old(r, t, slot, k, kl, old, olen, &ooff, &cnt))) goto bad;
+        if (!old && !lazy) cnt.read++; /* a batch's record, not a copy's */
         rc = KEEL_EPROTO;
         if (v ? store_txn_put_raw(t, slot, k, kl, v, vl) : store_txn_del(t, slot, k, kl, NULL))
             goto bad;
         off += used;
     }
-    if (old && ooff != olen) goto bad;
+    if (old && ooff != olen) {
+        rc = OLDS_BAD;
+        goto bad;
+    }
     if (record && (rc = rep_persist_txn(r, pp, t))) goto bad;
-    return lazy ? store_txn_commit_lazy(t) : store_txn_commit(t);
+    if ((rc = lazy ? store_txn_commit_lazy(t) : store_txn_commit(t))) return rc;
+    r->st.olds_used += cnt.used, r->st.olds_read += cnt.read;
+    r->st.olds_verified += cnt.verified, r->st.olds_mismatched += cnt.mismatched;
+    return 0;
 bad:
     store_txn_abort(t);
     return rc;
@@ -163,24 +180,6 @@ bad:
 
 static int apply(rep *r, rep_part *pp, const char *p, size_t n, int lazy, int record) {
     return apply_olds(r, pp, p, n, NULL, 0, lazy, record);
-}
-
-/* 1 if old[0..olen) parses as exactly one old state per record of
- * rec[0..rlen). A batch whose olds do not is applied by reading. */
-static int olds_match(const char *rec, size_t rlen, const char *old, size_t olen) {
-    size_t off = 0, ooff = 0;
-    while (off < rlen) {
-        unsigned slot;
-        const char *k, *v;
-        size_t kl, vl;
-        store_phys o;
-        int known;
-        size_t used = move_get_record(rec + off, rlen - off, &slot, &k, &kl, &v, &vl);
-        size_t oused = used ? rep_get_old(old + ooff, olen - ooff, &o, &known) : 0;
-        if (!oused) return 0;
-        off += used, ooff += oused;
-    }
-    return ooff == olen;
 }
 
 int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, const char *cache,
@@ -202,7 +201,7 @@ int follower_on_snap(rep *r, rep_part *pp, uint64_t pos, int first, int last, co
         if (clen % 16 || clen / 16 > REP_EC_MAX) return KEEL_EPROTO;
         pp->fstate = F_COPYING;
         pp->copying = 1;
-        pp->exact = 0; /* batch pos+1 may repeat records the copy holds */
+        pp->exact = 0;     /* batch pos+1 may repeat records the copy holds */
         rep_log_clear(pp); /* the data is replaced: no batch of the old tail holds */
         pp->plo = 0, pp->phi = UINT64_MAX;
         pp->end = 0;
@@ -284,14 +283,16 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
     if (apart && (rc = rep_persist_apart(r, pp))) return rc;
     /* The olds are this node's only when its data holds exactly end. */
     int take = old && (pp->exact || (r->mutations & REP_MUT_OLDS_ALWAYS));
-    if (take && !olds_match(rec, rlen, old, olen)) {
+    rc = apply_olds(r, pp, rec, rlen, take ? old : NULL, take ? olen : 0, 0, !apart);
+    /* Olds are self-delimiting and taken in order, so the states seeded
+     * before a bad one belong to their records; the rest is read. */
+    if (rc == OLDS_BAD) { /* applied by reading instead */
         if (!r->st.olds_bad)
             keel_log(KEEL_LOG_WARN, "rep_bad_olds", "partition=%u pos=%llu", pp->p,
                      (unsigned long long)pos);
         r->st.olds_bad++;
-        take = 0;
+        rc = apply_olds(r, pp, rec, rlen, NULL, 0, 0, !apart);
     }
-    rc = apply_olds(r, pp, rec, rlen, take ? old : NULL, take ? olen : 0, 0, !apart);
     if (rc) {
         pp->plo = plo, pp->phi = phi;
         if (opens) pp->nec = nec, memcpy(pp->ec, ec, (size_t)nec * sizeof *ec);

@@ -72,10 +72,10 @@ typedef struct rep_part {
     rep_ec ec[REP_EC_MAX];
     int nec;
     /* Leader. */
-    int capture;  /* >= 0: this partition's writes are captured (the shared capture) */
-    kbuf pend;    /* this turn's records */
+    int capture;   /* >= 0: this partition's writes are captured (the shared capture) */
+    kbuf pend;     /* this turn's records */
     kbuf pend_old; /* and their old states (olds in rep_engine.h) */
-    int in_dirty; /* listed in rep.dirty (pend got records since the last turn end) */
+    int in_dirty;  /* listed in rep.dirty (pend got records since the last turn end) */
     /* Retained batches, positions log[0].pos.. end, no gap. A leader's for
      * catch-up; a follower's: the newest it applied by APPEND (its tail,
      * REP_TAIL_KEEP), which leader_start keeps when it ends at end. */
@@ -122,7 +122,7 @@ struct rep {
     unsigned *dirty, *work, ndirty;
     uint64_t olds_seen; /* olds taken, for the 1 in REP_OLD_VERIFY check */
     int no_absent_olds; /* rep_set_olds_absent(0) */
-    rep_stats st; /* st.copies_active: peers with a snapshot, over all parts */
+    rep_stats st;       /* st.copies_active: peers with a snapshot, over all parts */
 };
 
 static inline uint64_t rep_now(const rep *r) {

@@ -58,8 +58,7 @@ static void on_change(void *arg, unsigned slot, const char *key, size_t klen, co
     if (pp->role != REP_LEADER || pp->capture < 0) return;
     rep_mark_dirty(r, pp);
     if (old && !old->exists && r->no_absent_olds) old = NULL; /* rep_set_olds_absent */
-    if (move_put_record(&pp->pend, slot, key, klen, val, vlen) ||
-        rep_put_old(&pp->pend_old, old))
+    if (move_put_record(&pp->pend, slot, key, klen, val, vlen) || rep_put_old(&pp->pend_old, old))
         pp->pend.len = SIZE_MAX / 2;
 }
 
@@ -390,8 +389,8 @@ static int send_append(rep *r, const rep_part *pp, const rep_peer *pe, const rep
                            rep_u64(num[3], b->pos),
                            b->data ? b->data : "",
                            b->data ? b->data + b->rlen : ""};
-    size_t len[7] = {15, strlen(num[0]), strlen(num[1]), strlen(num[2]), strlen(num[3]), b->rlen,
-                     b->len - b->rlen};
+    size_t len[7] = {15,      strlen(num[0]),  strlen(num[1]), strlen(num[2]), strlen(num[3]),
+                     b->rlen, b->len - b->rlen};
     return rep_sendv(r, pe->id, b->len > b->rlen ? 7 : 6, argv, len);
 }
 

@@ -735,32 +735,28 @@ void store_free(store *s) {
 
 /* ---- Reads ---------------------------------------------------------------- */
 
-/* Point read of an encoded key from the DB. *exists and *vlen report the
- * physical value (expired or not); so does *hash, its kv_hash, if hash is not
- * NULL (a txn about to remember the key: the bytes are at hand only now). On
- * a live value fills v with a pinned slice and returns 0; otherwise
- * KEEL_ENOTFOUND, KEEL_EIO. */
+/* Point read of an encoded key from the DB. ph (may be NULL) gets the
+ * physical value's state, expired or not (a txn about to remember the key:
+ * the bytes are at hand only now). On a live value fills v with a pinned
+ * slice and returns 0; otherwise KEEL_ENOTFOUND, KEEL_EIO. */
 static int db_get(store *s, const char *ek, size_t eklen, int64_t now_ms, store_value *v,
-                  int *exists, size_t *vlen, int *has_ttl, uint64_t *hash, uint8_t *type,
-                  uint64_t *ver) {
+                  store_phys *ph) {
     char *rerr = NULL;
-    *exists = 0;
-    *vlen = 0;
-    *has_ttl = 0;
-    if (type) *type = 0;
-    if (ver) *ver = 0;
-    if (hash) *hash = 0;
+    if (ph) *ph = (store_phys){0};
     rocksdb_pinnableslice_t *ps =
         rocksdb_get_pinned_cf(s->db, s->ropts, s->cf_data, ek, eklen, &rerr);
     if (rerr) return rerr_log("store_get", rerr);
     if (!ps) return KEEL_ENOTFOUND;
-    const char *p = rocksdb_pinnableslice_value(ps, vlen);
-    *exists = 1;
-    *has_ttl = *vlen >= VAL_HDR && get_be64(p + 1) != 0;
-    if (hash) *hash = kv_hash(ek, eklen, p, *vlen);
-    if (type) *type = *vlen ? (uint8_t)p[0] : 0;
-    if (ver) *ver = value_version(p, *vlen);
-    int rc = decode_value(p, *vlen, now_ms, v);
+    size_t vlen;
+    const char *p = rocksdb_pinnableslice_value(ps, &vlen);
+    if (ph)
+        *ph = (store_phys){.exists = 1,
+                           .has_ttl = vlen >= VAL_HDR && get_be64(p + 1) != 0,
+                           .type = vlen ? (uint8_t)p[0] : 0,
+                           .vlen = vlen,
+                           .hash = kv_hash(ek, eklen, p, vlen),
+                           .ver = value_version(p, vlen)};
+    int rc = decode_value(p, vlen, now_ms, v);
     if (rc) {
         rocksdb_pinnableslice_destroy(ps);
         memset(v, 0, sizeof *v);
@@ -785,9 +781,16 @@ int store_get(store *s, unsigned slot, const char *key, size_t klen, int64_t now
         const txn_entry *e = committed_entry(&s->txn, ent_find(&s->txn, s->kbuf, eklen));
         if (e && e->written) return overlay_value(&s->txn, e, now_ms, v);
     }
-    int exists, ttl;
-    size_t vlen;
-    return db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, NULL, NULL, NULL);
+    return db_get(s, s->kbuf, eklen, now_ms, v, NULL);
+}
+
+/* The physical state of ek in the DB (the value read and released): 0, or
+ * KEEL_EIO. */
+static int db_phys(store *s, const char *ek, size_t eklen, store_phys *ph) {
+    store_value v;
+    int rc = db_get(s, ek, eklen, 0, &v, ph);
+    if (rc == 0) store_value_release(&v);
+    return rc == KEEL_ENOTFOUND ? 0 : rc;
 }
 
 void store_value_release(store_value *v) {
@@ -904,27 +907,13 @@ static txn_entry *txn_phys(store_txn *t, const char *ek, size_t eklen, int *rc) 
     txn_entry *e = ent_find(t, ek, eklen);
     *rc = 0;
     if (!e) {
-        store_value v;
-        int exists, ttl;
-        size_t vlen;
-        uint64_t hash, ver;
-        uint8_t type;
-        *rc = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash, &type, &ver);
-        if (*rc == 0)
-            store_value_release(&v);
-        else if (*rc != KEEL_ENOTFOUND)
-            return NULL;
-        *rc = 0;
+        store_phys ph;
+        if ((*rc = db_phys(t->s, ek, eklen, &ph))) return NULL;
         if (!(e = ent_add(t, ek, eklen))) {
             *rc = KEEL_ENOMEM;
             return NULL;
         }
-        ent_fill(e, &(store_phys){.exists = exists,
-                                  .has_ttl = ttl,
-                                  .type = type,
-                                  .vlen = vlen,
-                                  .hash = hash,
-                                  .ver = ver});
+        ent_fill(e, &ph);
     }
     return e;
 }
@@ -941,17 +930,13 @@ static txn_entry *txn_phys_known(store_txn *t, const char *ek, size_t eklen,
     if (e) return e;
 #ifndef NDEBUG
     {
-        store_value v;
-        int exists, ttl;
-        size_t vlen;
-        uint64_t hash;
-        int g = db_get(t->s, ek, eklen, 0, &v, &exists, &vlen, &ttl, &hash, NULL, NULL);
-        if (g == 0) store_value_release(&v);
-        assert(g == 0 || g == KEEL_ENOTFOUND);
-        assert(exists == (hdr != NULL));
-        assert(!hdr ||
-               (vlen == VAL_HDR + len &&
-                hash == mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR), data, len))));
+        store_phys db;
+        int g = db_phys(t->s, ek, eklen, &db);
+        assert(g == 0);
+        assert(db.exists == (hdr != NULL));
+        assert(!hdr || (db.vlen == VAL_HDR + len &&
+                        db.hash == mix64(fnv1a64(fnv1a64(kv_hash_key(ek, eklen), hdr, VAL_HDR),
+                                                 data, len))));
     }
 #endif
     if (!(e = ent_add(t, ek, eklen))) {
@@ -1045,24 +1030,15 @@ int store_txn_get(store_txn *t, unsigned slot, const char *key, size_t klen, int
     if (!eklen) return KEEL_ENOTFOUND;
     txn_entry *e = ent_find(t, s->kbuf, eklen);
     if (e && e->written) return overlay_value(t, e, now_ms, v); /* our own write */
-    int exists, ttl;
-    size_t vlen;
-    uint64_t hash, ver;
-    uint8_t type;
-    int rc = db_get(s, s->kbuf, eklen, now_ms, v, &exists, &vlen, &ttl, e ? NULL : &hash,
-                    e ? NULL : &type, e ? NULL : &ver);
+    store_phys ph;
+    int rc = db_get(s, s->kbuf, eklen, now_ms, v, e ? NULL : &ph);
     if (rc && rc != KEEL_ENOTFOUND) return rc;
     if (!e) { /* remember the physical state for a following put or del */
         if (!(e = ent_add(t, s->kbuf, eklen))) {
             store_value_release(v);
             return KEEL_ENOMEM;
         }
-        ent_fill(e, &(store_phys){.exists = exists,
-                                  .has_ttl = ttl,
-                                  .type = type,
-                                  .vlen = vlen,
-                                  .hash = hash,
-                                  .ver = ver});
+        ent_fill(e, &ph);
     }
     return rc;
 }
@@ -1173,8 +1149,8 @@ static int phys_equal(const store_phys *a, const store_phys *b) {
                           a->hash == b->hash && a->ver == b->ver);
 }
 
-int store_txn_seed(store_txn *t, unsigned slot, const char *key, size_t klen,
-                   const store_phys *old, int verify, int *mismatch) {
+int store_txn_seed(store_txn *t, unsigned slot, const char *key, size_t klen, const store_phys *old,
+                   int verify, int *mismatch) {
     store *s = t->s;
     if (mismatch) *mismatch = 0;
     if (!t->open || slot >= STORE_SLOTS || !old) return KEEL_EINVAL;
@@ -1184,14 +1160,9 @@ int store_txn_seed(store_txn *t, unsigned slot, const char *key, size_t klen,
     store_phys ph = *old;
     if (!ph.exists) ph = (store_phys){0};
     if (verify) {
-        store_value v;
-        store_phys db = {0};
-        int rc = db_get(s, s->kbuf, eklen, 0, &v, &db.exists, &db.vlen, &db.has_ttl, &db.hash,
-                        &db.type, &db.ver);
-        if (rc == 0)
-            store_value_release(&v);
-        else if (rc != KEEL_ENOTFOUND)
-            return rc;
+        store_phys db;
+        int rc = db_phys(s, s->kbuf, eklen, &db);
+        if (rc) return rc;
         if (!phys_equal(&ph, &db) && mismatch) *mismatch = 1;
         ph = db;
     }

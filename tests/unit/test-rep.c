@@ -838,8 +838,8 @@ static void test_olds(void **state) {
     del(0, k2);
     unsigned slot = keel_key_slot(k3, strlen(k3));
     store_txn *t = store_txn_begin(nodes[0].st);
-    assert_int_equal(store_txn_put(t, slot, k3, strlen(k3), STORE_T_STRING, 4102444800000ll, "x", 1),
-                     0);
+    assert_int_equal(
+        store_txn_put(t, slot, k3, strlen(k3), STORE_T_STRING, 4102444800000ll, "x", 1), 0);
     assert_int_equal(store_txn_commit(t), 0);
     turn_end(0);
     pump(-1);
@@ -875,8 +875,7 @@ static void copy_mid_turn(void) {
     assert_non_null(queued_copy("KEEL.REP.SUB", 0, &sub));
     drop_queue();
     put(0, k2, "v2"); /* in n0's turn, before the SUB arrives in it */
-    assert_int_equal(rep_message(nodes[0].rp, "n1", sub.argc, (const char **)sub.argv, sub.len),
-                     0);
+    assert_int_equal(rep_message(nodes[0].rp, "n1", sub.argc, (const char **)sub.argv, sub.len), 0);
     msg_free(&sub);
     turn_end(0);
     for (int round = 0; round < 8 && nq; round++) /* no ticks: no stale SUB (test_stale_sub) */

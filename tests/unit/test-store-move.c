@@ -1224,7 +1224,8 @@ static int mirror(store *r, const changes *c, size_t from) {
         store_txn *t = store_txn_begin(r);
         if (e->old_known) {
             int mm = -1;
-            assert_int_equal(store_txn_seed(t, e->slot, e->key, strlen(e->key), &e->old, 1, &mm), 0);
+            assert_int_equal(store_txn_seed(t, e->slot, e->key, strlen(e->key), &e->old, 1, &mm),
+                             0);
             assert_true(mm == 0 || mm == 1);
             bad += mm;
         }
