@@ -626,10 +626,11 @@ int rep_sweep_skip(const rep *r, unsigned slot) {
 int rep_tick(rep *r) {
     int src = rep_configure_sync(r);
     if (src) return src;
+    uint64_t now = rep_now(r); /* one reading for the whole scan */
     for (unsigned p = 0; p < r->nparts; p++) {
         rep_part *pp = &r->parts[p];
-        int rc = pp->role == REP_LEADER     ? leader_tick(r, pp)
-                 : pp->role == REP_FOLLOWER ? follower_tick(r, pp)
+        int rc = pp->role == REP_LEADER     ? leader_tick(r, pp, now)
+                 : pp->role == REP_FOLLOWER ? follower_tick(r, pp, now)
                                             : 0;
         if (rc) return rc;
     }

@@ -333,8 +333,7 @@ void follower_peer_down(rep *r, rep_part *pp) {
     pp->sub_us = 0; /* the next tick asks again */
 }
 
-int follower_tick(rep *r, rep_part *pp) {
-    uint64_t now = rep_now(r);
+int follower_tick(rep *r, rep_part *pp, uint64_t now) {
     if (pp->fstate == F_IDLE ||
         (pp->fstate == F_SUBSCRIBING && now - pp->sub_us >= REP_SUB_RETRY_MS * 1000ull))
         sub(r, pp);

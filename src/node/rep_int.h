@@ -63,6 +63,8 @@ typedef struct rep_early_sub {
 typedef struct rep_part {
     unsigned p, lo_slot, hi_slot;
     int role;
+    int fstate;                 /* follower state; beside role, so rep_tick's scan of every
+                                 * partition touches one cache line of each */
     uint64_t epoch, part_epoch; /* from the map */
     char leader[KEEL_ID_MAX + 1];
     /* The log, both roles. end: the last position held (exact while the
@@ -89,8 +91,7 @@ typedef struct rep_part {
     uint64_t adding_at, proposed_us;
     uint64_t lease_until;
     uint64_t committed;
-    /* Follower. */
-    int fstate;
+    /* Follower (and fstate, above). */
     uint64_t sub_us; /* when the last SUB went */
     int want_copy;
     /* The data holds exactly position end, as the leader's did: the next
@@ -192,7 +193,7 @@ int leader_on_sub(rep *r, rep_part *pp, const char *from, uint64_t last_epoch, u
                   uint64_t hi, int copy);
 void leader_on_ack(rep *r, rep_part *pp, const char *from, uint64_t pos);
 void leader_peer_down(rep *r, rep_part *pp, const char *peer);
-int leader_tick(rep *r, rep_part *pp);
+int leader_tick(rep *r, rep_part *pp, uint64_t now);
 int leader_can_write(rep *r, rep_part *pp);
 int leader_can_read(rep *r, rep_part *pp);
 void leader_announce_resign(rep *r, rep_part *pp);
@@ -208,6 +209,6 @@ int follower_on_append(rep *r, rep_part *pp, uint64_t bepoch, uint64_t pos, cons
                        size_t rlen, const char *old, size_t olen);
 int follower_on_resigned(rep *r, rep_part *pp, uint64_t end);
 void follower_peer_down(rep *r, rep_part *pp);
-int follower_tick(rep *r, rep_part *pp);
+int follower_tick(rep *r, rep_part *pp, uint64_t now);
 
 #endif

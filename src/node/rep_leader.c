@@ -528,8 +528,7 @@ void leader_peer_down(rep *r, rep_part *pp, const char *peer) {
     pe->streaming = 0;
 }
 
-int leader_tick(rep *r, rep_part *pp) {
-    uint64_t now = rep_now(r);
+int leader_tick(rep *r, rep_part *pp, uint64_t now) {
     for (int i = 0; i < pp->npeers; i++) {
         rep_peer *pe = &pp->peers[i];
         if (pe->copy_wanted && !copy_held(pp, pe) && copy_may_start(r, pe, now))

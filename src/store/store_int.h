@@ -40,6 +40,8 @@ enum { VALUE_NONE, VALUE_PINNED, VALUE_MALLOC }; /* store_value.priv_kind_ */
 #define SWEEP_EXAMINE_FACTOR 20u /* keys examined per key the sweep may delete */
 #define DEFAULT_CACHE (64u << 20)
 #define WRITE_BUFFER_BYTES (64u << 20)
+#define ROCKSDB_INFO_LEVEL 1 /* rocksdb::InfoLogLevel::INFO_LEVEL (c.h names none) */
+#define ROCKSDB_LOG_ROLL_BYTES (16u << 20)
 
 /* digest: XOR of kv_hash() over the slot's physical keys, the per-slot term
  * of store_range_checksum, kept like the counts so store_range_digest needs
