@@ -383,16 +383,18 @@ static void set_options(store *s, const store_opts *o) {
      * SET/GET the same (docs/benchmarks.md). The inline skiplist also keeps
      * a splice of the last insert, so the sorted runs a move destination
      * applies insert in near-constant time. */
+
     /* RocksDB's own LOG (DIR/LOG). Debian builds librocksdb without NDEBUG,
      * so its default level is DEBUG, and at DEBUG DBImpl::FlushWAL writes a
      * line for every call: one per group commit, with a localtime and a
      * formatted write on the loop thread, and a file that grew by ~80 bytes
      * per turn for as long as the process ran (1,828 lines for 20,000
      * unpipelined SETs). INFO keeps flushes, compactions and the periodic
-     * stats; the file rolls at 16 MiB and four old ones are kept. */
+     * stats; the file rolls at 16 MiB and RocksDB keeps four files. */
     rocksdb_options_set_info_log_level(s->opts, ROCKSDB_INFO_LEVEL);
     rocksdb_options_set_max_log_file_size(s->opts, ROCKSDB_LOG_ROLL_BYTES);
     rocksdb_options_set_keep_log_file_num(s->opts, 4);
+
     /* One writer thread: concurrent memtable inserts buy nothing. */
     rocksdb_options_set_allow_concurrent_memtable_write(s->opts, 0);
 
